@@ -1,0 +1,256 @@
+//! `codegloss.toml`: every knob of the indexer, with defaults that work on
+//! an unknown C++ codebase.
+//!
+//! All sections are optional; unknown keys are rejected so that a typo is
+//! an error rather than a silently ignored setting. The canonical JSON form
+//! of the configuration is hashed into the manifest.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::IndexError;
+
+/// The whole indexer configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Which files to read.
+    pub files: FilesConfig,
+    /// Path conventions for scopes.
+    pub scopes: ScopeConfig,
+    /// C++ parsing.
+    pub parse: ParseConfig,
+    /// Chunking budgets.
+    pub chunk: ChunkConfig,
+}
+
+/// Which files are indexed and how they are classified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FilesConfig {
+    /// Extensions (without dot) parsed as C++ headers.
+    pub header_extensions: Vec<String>,
+    /// Extensions parsed as C++ implementation files.
+    pub implementation_extensions: Vec<String>,
+    /// Extensions parsed as CUDA.
+    pub cuda_extensions: Vec<String>,
+    /// Extensions read as Markdown.
+    pub markdown_extensions: Vec<String>,
+    /// Extensions read as reStructuredText.
+    pub rst_extensions: Vec<String>,
+    /// Extensions read as plain text.
+    pub text_extensions: Vec<String>,
+    /// Exact file names treated as build files.
+    pub build_file_names: Vec<String>,
+    /// Extensions treated as build files.
+    pub build_extensions: Vec<String>,
+    /// Files larger than this are skipped with a warning.
+    pub max_file_bytes: u64,
+    /// Honour `.gitignore`, `.ignore` and git excludes.
+    pub respect_gitignore: bool,
+    /// Extra gitignore-style patterns to exclude.
+    pub exclude: Vec<String>,
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_string()).collect()
+}
+
+impl Default for FilesConfig {
+    fn default() -> Self {
+        FilesConfig {
+            header_extensions: strings(&["h", "hpp", "hh", "hxx", "inl"]),
+            implementation_extensions: strings(&["cpp", "cc", "cxx"]),
+            cuda_extensions: strings(&["cu", "cuh"]),
+            markdown_extensions: strings(&["md", "markdown"]),
+            rst_extensions: strings(&["rst"]),
+            text_extensions: strings(&["txt"]),
+            build_file_names: strings(&["CMakeLists.txt"]),
+            build_extensions: strings(&["cmake"]),
+            max_file_bytes: 1024 * 1024,
+            respect_gitignore: true,
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// Path conventions that mark a file's scope. A file is in a scope when any
+/// folder of its path equals (case-insensitively) one of the names; the
+/// first matching folder from the root wins, tests before examples.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScopeConfig {
+    /// Folder names of tests.
+    pub test_dirs: Vec<String>,
+    /// Folder names of examples.
+    pub example_dirs: Vec<String>,
+    /// Folder names of documentation.
+    pub docs_dirs: Vec<String>,
+    /// Folder names of build machinery.
+    pub build_dirs: Vec<String>,
+}
+
+impl Default for ScopeConfig {
+    fn default() -> Self {
+        ScopeConfig {
+            test_dirs: strings(&[
+                "test",
+                "tests",
+                "unit_tests",
+                "unittests",
+                "testing",
+                "testsuite",
+            ]),
+            example_dirs: strings(&[
+                "example",
+                "examples",
+                "tutorial",
+                "tutorials",
+                "demo",
+                "demos",
+                "samples",
+            ]),
+            docs_dirs: strings(&["doc", "docs", "documentation", "manual"]),
+            build_dirs: strings(&["cmake", "ci", ".github"]),
+        }
+    }
+}
+
+/// C++ parsing knobs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ParseConfig {
+    /// Attribute-like macros that are blanked (replaced by spaces of equal
+    /// length) before parsing. A trailing `*` matches any suffix.
+    pub attribute_macros: Vec<String>,
+    /// Macros replaced by a same-length-or-shorter C++ text (padded with
+    /// spaces), for macros that stand for syntax, such as lambda captures.
+    pub macro_replacements: BTreeMap<String, String>,
+    /// Also blank ALL_CAPS identifiers that stand directly before a
+    /// declaration and cause an ERROR node.
+    pub generic_caps_rule: bool,
+}
+
+impl Default for ParseConfig {
+    fn default() -> Self {
+        ParseConfig {
+            attribute_macros: strings(&[
+                "KOKKOS_INLINE_FUNCTION",
+                "KOKKOS_FORCEINLINE_FUNCTION",
+                "KOKKOS_FUNCTION",
+                "KOKKOS_DEFAULTED_FUNCTION",
+                "KOKKOS_INLINE_FUNCTION_DELETED",
+                "KOKKOS_DEDUCTION_GUIDE",
+                "KOKKOS_IMPL_FORCEINLINE",
+                "KOKKOS_IMPL_HOST_FUNCTION",
+                "KOKKOS_IMPL_DEVICE_FUNCTION",
+                "__host__",
+                "__device__",
+                "__global__",
+                "__forceinline__",
+                "__noinline__",
+                "__launch_bounds__",
+                "__restrict__",
+                "__inline__",
+                "CUDA_CALLABLE",
+                "HOST_DEVICE",
+                "DEVICE_INLINE",
+                "RAJA_HOST_DEVICE",
+                "RAJA_INLINE",
+                "AMREX_GPU_HOST_DEVICE",
+                "AMREX_GPU_DEVICE",
+                "AMREX_FORCE_INLINE",
+            ]),
+            macro_replacements: [
+                ("KOKKOS_LAMBDA", "[=]"),
+                ("KOKKOS_CLASS_LAMBDA", "[=, *this]"),
+                ("RAJA_DEVICE", ""),
+                ("AMREX_GPU_DEVICE_LAMBDA", "[=]"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            generic_caps_rule: true,
+        }
+    }
+}
+
+/// Chunking budgets, in estimated tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChunkConfig {
+    /// Code chunks over this are split on statement boundaries.
+    pub max_tokens: usize,
+    /// Documentation sections over this are split into `title_1`, `title_2`, ...
+    pub doc_max_tokens: usize,
+}
+
+impl Default for ChunkConfig {
+    fn default() -> Self {
+        ChunkConfig {
+            max_tokens: 400,
+            doc_max_tokens: 400,
+        }
+    }
+}
+
+impl Config {
+    /// Read a configuration file.
+    pub fn load(path: &Path) -> Result<Self, IndexError> {
+        let text = std::fs::read_to_string(path).map_err(|e| IndexError::io(path, e))?;
+        Self::parse(&text).map_err(|message| IndexError::Config {
+            path: path.to_path_buf(),
+            message,
+        })
+    }
+
+    /// Parse configuration text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// SHA-256 of the canonical JSON form, recorded in the manifest.
+    pub fn hash(&self) -> String {
+        let json = serde_json::to_string(self).expect("config serialises");
+        codegloss_core::format::sha256_hex(json.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        assert_eq!(Config::parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn partial_sections_keep_other_defaults() {
+        let c = Config::parse("[chunk]\nmax_tokens = 200\n[files]\nmax_file_bytes = 10\n").unwrap();
+        assert_eq!(c.chunk.max_tokens, 200);
+        assert_eq!(c.chunk.doc_max_tokens, 400);
+        assert_eq!(c.files.max_file_bytes, 10);
+        assert_eq!(
+            c.files.header_extensions,
+            FilesConfig::default().header_extensions
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let err = Config::parse("[chunk]\nmax_tokenz = 1\n").unwrap_err();
+        assert!(err.contains("max_tokenz"), "{err}");
+    }
+
+    #[test]
+    fn hash_changes_with_settings() {
+        let a = Config::default();
+        let mut b = Config::default();
+        b.chunk.max_tokens = 123;
+        assert_ne!(a.hash(), b.hash());
+        assert_eq!(a.hash(), Config::default().hash());
+    }
+}

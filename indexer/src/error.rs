@@ -1,0 +1,89 @@
+//! The one error type of the indexer library, and the warning record for
+//! problems that do not stop indexing.
+//!
+//! Errors stop the run and carry the path (and line where there is one).
+//! Warnings are collected per file, printed, and stored in the index so
+//! that nothing is lost silently.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Errors that stop an indexing or inspection run.
+#[derive(Debug, Error)]
+pub enum IndexError {
+    /// A file or directory could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The configuration file is invalid.
+    #[error("{path}: invalid configuration: {message}")]
+    Config {
+        /// The configuration file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The repository root is missing or not a directory.
+    #[error("{path}: not a directory")]
+    NotADirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// Walking the repository failed.
+    #[error("{path}: cannot walk repository: {message}")]
+    Walk {
+        /// The path involved.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The tree-sitter grammar could not be loaded (a build problem).
+    #[error("cannot load the tree-sitter C++ grammar: {0}")]
+    Grammar(String),
+    /// The index on disk could not be read.
+    #[error("{path}: {source}")]
+    Index {
+        /// The index directory or file.
+        path: PathBuf,
+        /// The typed format error.
+        #[source]
+        source: codegloss_core::CoreError,
+    },
+}
+
+impl IndexError {
+    /// Wrap an I/O error with its path.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        IndexError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// A problem that does not stop indexing: the file is skipped or read
+/// in a degraded way, and everything else goes on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Warning {
+    /// Repository-relative path.
+    pub path: String,
+    /// 1-based line, when the problem has one.
+    pub line: Option<u32>,
+    /// What happened and what was done about it.
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.path, line, self.message),
+            None => write!(f, "{}: {}", self.path, self.message),
+        }
+    }
+}

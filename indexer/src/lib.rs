@@ -1,0 +1,22 @@
+//! # codegloss-indexer
+//!
+//! The offline half of codegloss. It does the expensive work once: walk a
+//! repository, parse C++ and documentation into entities, build the
+//! structure graph, write glosses, and save a static index in the format
+//! defined by `codegloss-core`.
+//!
+//! Native only: it may use tree-sitter, the file system and threads.
+
+pub mod build;
+pub mod chunk;
+pub mod config;
+pub mod cpp;
+pub mod docs;
+pub mod error;
+pub mod gloss;
+pub mod macros;
+pub mod store;
+pub mod walk;
+
+pub use config::Config;
+pub use error::{IndexError, Warning};

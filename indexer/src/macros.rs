@@ -1,0 +1,431 @@
+//! Macro neutralisation before parsing.
+//!
+//! Scientific C++ puts attribute-like macros in front of declarations
+//! (`KOKKOS_INLINE_FUNCTION`, `__host__ __device__`, ...). tree-sitter does
+//! not expand macros, so these turn into ERROR nodes and hide whole
+//! function bodies. We rewrite them in a copy of the source *without
+//! changing any byte offset*: a macro becomes spaces of the same length, or
+//! a same-length-or-shorter piece of C++ padded with spaces (for macros
+//! that stand for syntax, such as `KOKKOS_LAMBDA` → `[=]`). Spans found in
+//! the rewritten text are therefore exact in the original.
+//!
+//! Function-like macros used where a type is expected (a base class
+//! written as `public BASE_MACRO(T, B)`, or `using Base = BASE_MACRO(T)`)
+//! get their parentheses turned into angle brackets, which keeps the
+//! length and makes them parse as a template type.
+
+use std::collections::BTreeMap;
+
+/// Is `b` a byte that can continue a C identifier?
+fn ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Byte ranges of every whole-identifier occurrence of an identifier
+/// matching `pattern` (exact, or prefix when `pattern` ends with `*`),
+/// outside comments, string literals and preprocessor `#define` lines.
+pub fn find_identifiers(src: &str, pattern: &str) -> Vec<(usize, usize)> {
+    let (prefix, wildcard) = match pattern.strip_suffix('*') {
+        Some(p) => (p, true),
+        None => (pattern, false),
+    };
+    let mut out = Vec::new();
+    for (start, end) in code_identifiers(src) {
+        let word = &src[start..end];
+        let hit = if wildcard {
+            word.starts_with(prefix)
+        } else {
+            word == prefix
+        };
+        if hit {
+            out.push((start, end));
+        }
+    }
+    out
+}
+
+/// Byte ranges of all identifiers in code (not in comments, strings or
+/// preprocessor directive lines).
+pub fn code_identifiers(src: &str) -> Vec<(usize, usize)> {
+    let b = src.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut line_start = true;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            line_start = true;
+            i += 1;
+            continue;
+        }
+        if line_start && (c == b' ' || c == b'\t') {
+            i += 1;
+            continue;
+        }
+        if line_start && c == b'#' {
+            // Skip the directive with its continuation lines.
+            while i < b.len() {
+                if b[i] == b'\n' && (i == 0 || b[i - 1] != b'\\') {
+                    break;
+                }
+                i += 1;
+            }
+            continue;
+        }
+        line_start = false;
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                i += 1;
+            }
+            i = (i + 2).min(b.len());
+            continue;
+        }
+        if c == b'"' || c == b'\'' {
+            // Raw strings R"(...)" are rare in scientific code; treat them
+            // as ordinary strings up to the closing quote.
+            let quote = c;
+            i += 1;
+            while i < b.len() && b[i] != quote && b[i] != b'\n' {
+                if b[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i = (i + 1).min(b.len());
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < b.len() && ident_byte(b[i]) {
+                i += 1;
+            }
+            out.push((start, i));
+            continue;
+        }
+        if c.is_ascii_digit() {
+            while i < b.len() && (ident_byte(b[i]) || b[i] == b'.') {
+                i += 1;
+            }
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Replace `range` of `buf` with `replacement` padded with spaces to the
+/// same length. The replacement must not be longer than the range.
+fn overwrite(buf: &mut [u8], range: (usize, usize), replacement: &str) {
+    let (s, e) = range;
+    let r = replacement.as_bytes();
+    debug_assert!(r.len() <= e - s);
+    for (k, slot) in buf[s..e].iter_mut().enumerate() {
+        *slot = r.get(k).copied().unwrap_or(b' ');
+    }
+}
+
+/// The result of neutralising one file.
+#[derive(Debug, Clone)]
+pub struct Neutralised {
+    /// Same length as the input; macros blanked or rewritten.
+    pub text: String,
+    /// Number of occurrences rewritten.
+    pub count: u32,
+}
+
+/// Apply the configured attribute macros and replacements, and turn
+/// function-like macros in type positions into template syntax.
+pub fn neutralise(
+    src: &str,
+    attribute_macros: &[String],
+    replacements: &BTreeMap<String, String>,
+) -> Neutralised {
+    let mut buf = src.as_bytes().to_vec();
+    let mut count = 0u32;
+    let idents = code_identifiers(src);
+    for &(s, e) in &idents {
+        let word = &src[s..e];
+        if let Some(rep) = replacements.get(word) {
+            if rep.len() <= e - s {
+                overwrite(&mut buf, (s, e), rep);
+                count += 1;
+            }
+            continue;
+        }
+        let is_attr = attribute_macros.iter().any(|m| match m.strip_suffix('*') {
+            Some(prefix) => word.starts_with(prefix),
+            None => m == word,
+        });
+        if is_attr {
+            // `__launch_bounds__(256)` style: blank the argument list too.
+            let mut end = e;
+            let rest = &src.as_bytes()[e..];
+            let ws = rest
+                .iter()
+                .take_while(|c| **c == b' ' || **c == b'\t')
+                .count();
+            if rest.get(ws) == Some(&b'(') && word.starts_with("__") {
+                if let Some(close) = matching_paren(src, e + ws) {
+                    end = close + 1;
+                }
+            }
+            overwrite(&mut buf, (s, end), "");
+            count += 1;
+        }
+    }
+    count += macro_types_to_templates(src, &idents, &mut buf);
+    Neutralised {
+        text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
+        count,
+    }
+}
+
+/// Index of the `)` matching the `(` at `open`, when on reasonable
+/// distance and not crossing a `;` or `{`.
+fn matching_paren(src: &str, open: usize) -> Option<usize> {
+    let b = src.as_bytes();
+    let mut depth = 0usize;
+    for (k, &c) in b.iter().enumerate().skip(open).take(2000) {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            b';' | b'{' | b'}' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `public MACRO(A, B)` and `= MACRO(A, B);` after `using X` become
+/// `public MACRO<A, B>`, when `MACRO` is ALL_CAPS and its arguments hold
+/// no parentheses.
+fn macro_types_to_templates(src: &str, idents: &[(usize, usize)], buf: &mut [u8]) -> u32 {
+    let b = src.as_bytes();
+    let mut count = 0;
+    for (k, &(s, e)) in idents.iter().enumerate() {
+        let word = &src[s..e];
+        if !is_all_caps(word) {
+            continue;
+        }
+        let in_base = k > 0 && {
+            let prev = &src[idents[k - 1].0..idents[k - 1].1];
+            matches!(prev, "public" | "protected" | "private" | "virtual")
+                && src[idents[k - 1].1..s].trim().is_empty()
+        };
+        let in_alias = k >= 2 && {
+            let between = src[idents[k - 1].1..s].trim();
+            between == "=" && &src[idents[k - 2].0..idents[k - 2].1] == "using"
+        };
+        if !(in_base || in_alias) {
+            continue;
+        }
+        let ws = b[e..]
+            .iter()
+            .take_while(|c| c.is_ascii_whitespace())
+            .count();
+        if b.get(e + ws) != Some(&b'(') {
+            continue;
+        }
+        let open = e + ws;
+        let Some(close) = matching_paren(src, open) else {
+            continue;
+        };
+        if src[open + 1..close].contains('(') {
+            continue;
+        }
+        buf[open] = b'<';
+        buf[close] = b'>';
+        count += 1;
+    }
+    count
+}
+
+/// `FOO_BAR2`: at least three characters, upper-case letters, digits and
+/// underscores, starting with a letter or underscore.
+pub fn is_all_caps(word: &str) -> bool {
+    word.len() >= 3
+        && word
+            .bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+        && word.bytes().any(|c| c.is_ascii_uppercase())
+        && !word.as_bytes()[0].is_ascii_digit()
+}
+
+/// How an ALL_CAPS candidate of the generic rule is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CapsUse {
+    /// `MACRO void f()`: an attribute-like word.
+    Word,
+    /// `namespace std MACRO(default) {`: a function-like attribute whose
+    /// argument list is blanked with it.
+    WithArgs,
+}
+
+/// How `word` at `range` is used, if it looks like an attribute macro:
+/// followed by an identifier, or by a balanced argument list and then an
+/// identifier, `{` or `:`.
+pub fn caps_use(text: &str, range: (usize, usize)) -> Option<CapsUse> {
+    let b = text.as_bytes();
+    let after = |k: usize| {
+        b[k..]
+            .iter()
+            .position(|c| !c.is_ascii_whitespace())
+            .map(|p| k + p)
+    };
+    let next = after(range.1)?;
+    let c = b[next];
+    if c.is_ascii_alphabetic() || c == b'_' {
+        return Some(CapsUse::Word);
+    }
+    if c == b'(' {
+        let close = matching_paren(text, next)?;
+        let k = after(close + 1)?;
+        let d = b[k];
+        if d.is_ascii_alphabetic()
+            || d == b'_'
+            || d == b'{'
+            || (d == b':' && b.get(k + 1) != Some(&b':'))
+        {
+            return Some(CapsUse::WithArgs);
+        }
+    }
+    None
+}
+
+/// Blank every occurrence of `word` used the way `how` says (other uses,
+/// such as calls and scopes, stay). Returns the new text and the count.
+pub fn blank_identifier(text: &str, word: &str, how: CapsUse) -> (String, u32) {
+    let mut buf = text.as_bytes().to_vec();
+    let mut n = 0;
+    for range in find_identifiers(text, word) {
+        if caps_use(text, range) != Some(how) {
+            continue;
+        }
+        let end = match how {
+            CapsUse::Word => range.1,
+            CapsUse::WithArgs => {
+                let b = text.as_bytes();
+                let open = range.1
+                    + b[range.1..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_whitespace())
+                        .count();
+                match matching_paren(text, open) {
+                    Some(close) => close + 1,
+                    None => continue,
+                }
+            }
+        };
+        // Keep newlines so that line numbers stay exact.
+        for slot in &mut buf[range.0..end] {
+            if *slot != b'\n' {
+                *slot = b' ';
+            }
+        }
+        n += 1;
+    }
+    (
+        String::from_utf8(buf).unwrap_or_else(|_| text.to_string()),
+        n,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> (Vec<String>, BTreeMap<String, String>) {
+        let c = crate::config::ParseConfig::default();
+        (c.attribute_macros, c.macro_replacements)
+    }
+
+    #[test]
+    fn blanks_attributes_keeping_offsets() {
+        let (a, r) = cfg();
+        let src = "KOKKOS_INLINE_FUNCTION T& f(int i) const { return v[i]; }\n";
+        let n = neutralise(src, &a, &r);
+        assert_eq!(n.text.len(), src.len());
+        assert!(n.text.starts_with("                       T& f"));
+        assert_eq!(n.count, 1);
+    }
+
+    #[test]
+    fn lambda_macro_becomes_capture() {
+        let (a, r) = cfg();
+        let src = "parallel_for(p, KOKKOS_LAMBDA(const int i) { x(i) = 0; });";
+        let n = neutralise(src, &a, &r);
+        assert!(n.text.contains("[=]          (const int i)"), "{}", n.text);
+        assert_eq!(n.text.len(), src.len());
+    }
+
+    #[test]
+    fn comments_strings_and_defines_untouched() {
+        let (a, r) = cfg();
+        let src = "#define KOKKOS_FUNCTION __host__\n// KOKKOS_FUNCTION here\nconst char* s = \"KOKKOS_FUNCTION\";\n";
+        let n = neutralise(src, &a, &r);
+        assert_eq!(n.text, src);
+        assert_eq!(n.count, 0);
+    }
+
+    #[test]
+    fn base_class_macro_becomes_template() {
+        let (a, r) = cfg();
+        let src = "class FFT<CC, F> : public BASE_CLASS(F, backend) { using Base = BASE_CLASS(F, backend); };";
+        let n = neutralise(src, &a, &r);
+        assert!(
+            n.text.contains("public BASE_CLASS<F, backend>"),
+            "{}",
+            n.text
+        );
+        assert!(n.text.contains("= BASE_CLASS<F, backend>;"), "{}", n.text);
+    }
+
+    #[test]
+    fn cuda_launch_bounds_blanked_with_arguments() {
+        let (a, r) = cfg();
+        let src = "__global__ void __launch_bounds__(256) k(int* x) {}";
+        let n = neutralise(src, &a, &r);
+        assert!(n.text.trim_start().starts_with("void"), "{}", n.text);
+        assert!(
+            !n.text.contains("launch") && !n.text.contains("256"),
+            "{}",
+            n.text
+        );
+        assert_eq!(n.text.len(), src.len());
+    }
+
+    #[test]
+    fn generic_blank_skips_calls_and_scopes() {
+        let (t, n) = blank_identifier(
+            "MY_ATTR void f(); MY_ATTR(x); MY_ATTR::y;",
+            "MY_ATTR",
+            CapsUse::Word,
+        );
+        assert_eq!(n, 1);
+        assert_eq!(t, "        void f(); MY_ATTR(x); MY_ATTR::y;");
+        let (t, n) = blank_identifier("namespace std VIS(default) {\n}", "VIS", CapsUse::WithArgs);
+        assert_eq!(n, 1);
+        assert_eq!(t, "namespace std              {\n}");
+    }
+
+    #[test]
+    fn all_caps_detection() {
+        assert!(is_all_caps("KOKKOS_FUNCTION"));
+        assert!(is_all_caps("IPPL_EXPORT2"));
+        assert!(!is_all_caps("Kokkos"));
+        assert!(!is_all_caps("T"));
+        assert!(!is_all_caps("___"));
+    }
+}
