@@ -452,7 +452,7 @@ fn assemble(root: &Path, files: Vec<FileResult>, cfg: &Config) -> IndexData {
     resolve_members(&mut asm);
     resolve_inheritance(&mut asm, &macro_types);
     let defs = resolve_definitions(&mut asm);
-    resolve_calls(&mut asm, &raw_of, &defs, &source_files, &file_entity);
+    resolve_calls(&mut asm, &raw_of, &defs, &source_files);
     add_call_chains(&mut asm);
 
     let mut data = IndexData {
@@ -643,7 +643,6 @@ fn resolve_calls(
     raw_of: &HashMap<u32, RawEntity>,
     decl_to_def: &HashMap<u32, u32>,
     files: &[SourceFile],
-    file_entity: &[u32],
 ) {
     let mut by_name: HashMap<&str, Vec<u32>> = HashMap::new();
     for e in &asm.entities {
@@ -660,7 +659,6 @@ fn resolve_calls(
             s
         })
         .collect();
-    let _ = file_entity;
     let mut new_edges = BTreeSet::new();
     let mut ids: Vec<u32> = raw_of.keys().copied().collect();
     ids.sort_unstable();

@@ -394,10 +394,10 @@ impl<'a> Walker<'a> {
                 }
             }
             "class_specifier" | "struct_specifier" | "union_specifier" => {
-                self.record(node, template, None)
+                self.record(node, template)
             }
             "enum_specifier" => self.enumeration(node, template),
-            "function_definition" => self.function(node, template, true),
+            "function_definition" => self.function(node, template),
             "declaration" | "field_declaration" => self.declaration(node, template),
             "alias_declaration" | "type_definition" | "alias_template_declaration" => {
                 self.alias(node, template)
@@ -563,12 +563,7 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn record(
-        &mut self,
-        node: Node<'a>,
-        template: Option<(Node<'a>, Node<'a>)>,
-        _decl: Option<Node<'a>>,
-    ) {
+    fn record(&mut self, node: Node<'a>, template: Option<(Node<'a>, Node<'a>)>) {
         let kind = match node.kind() {
             "struct_specifier" => EntityKind::Struct,
             "union_specifier" => EntityKind::Union,
@@ -713,7 +708,7 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn function(&mut self, node: Node<'a>, template: Option<(Node<'a>, Node<'a>)>, _def: bool) {
+    fn function(&mut self, node: Node<'a>, template: Option<(Node<'a>, Node<'a>)>) {
         let Some(d) = node.child_by_field_name("declarator") else {
             return;
         };

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use codegloss_core::format::{sha256_hex, Counts, DataFileInfo, EmbeddingInfo};
+use codegloss_core::format::{sha256_hex, DataFileInfo, EmbeddingInfo};
 use codegloss_core::{DataKind, IndexData, Manifest, FORMAT_VERSION};
 
 use crate::error::IndexError;
@@ -89,9 +89,4 @@ pub fn read_index(dir: &Path) -> Result<(Manifest, IndexData), IndexError> {
         }
     })?;
     Ok((manifest, data))
-}
-
-/// Counts as recorded, for summaries.
-pub fn counts(manifest: &Manifest) -> &Counts {
-    &manifest.counts
 }
