@@ -349,6 +349,8 @@ fn assemble(root: &Path, files: Vec<FileResult>, cfg: &Config) -> IndexData {
     let mut macro_types: BTreeMap<String, String> = BTreeMap::new();
     // (global entity id, raw entity) for cross-file resolution.
     let mut raw_of: HashMap<u32, RawEntity> = HashMap::new();
+    // Documentation section entity id → its sections as split.
+    let mut doc_of: HashMap<u32, &DocSection> = HashMap::new();
     for (i, f) in files.iter().enumerate() {
         let path = &f.entry.rel_path;
         let module = f.entry.module.clone();
@@ -431,6 +433,7 @@ fn assemble(root: &Path, files: Vec<FileResult>, cfg: &Config) -> IndexData {
                     if let Some(p) = parent {
                         asm.edge(p, id, EdgeKind::Contains);
                     }
+                    doc_of.insert(id, s);
                 }
             }
         }
@@ -463,14 +466,7 @@ fn assemble(root: &Path, files: Vec<FileResult>, cfg: &Config) -> IndexData {
     };
     gloss::structural_glosses(&mut data);
     let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
-    let doc_sections: Vec<Option<&[DocSection]>> = files
-        .iter()
-        .map(|f| match &f.parsed {
-            Parsed::Doc(s) => Some(s.as_slice()),
-            Parsed::Cpp(_) => None,
-        })
-        .collect();
-    data.chunks = chunk::build_chunks(&data, &texts, &doc_sections, &raw_of, &cfg.chunk);
+    data.chunks = chunk::build_chunks(&data, &texts, &doc_of, &raw_of, &cfg.chunk);
     data
 }
 

@@ -35,29 +35,24 @@ fn line_at(text: &str, byte: usize) -> u32 {
         + 1
 }
 
-/// Build every chunk. `texts[i]` is the text of file `i`; `docs[i]` its
-/// documentation sections when it is a document; `raw` the parser output
-/// of code entities by id.
+/// Build every chunk. `texts[i]` is the text of file `i`; `docs` the split
+/// section of each documentation entity by id; `raw` the parser output of
+/// code entities by id.
 pub fn build_chunks(
     data: &IndexData,
     texts: &[&str],
-    docs: &[Option<&[DocSection]>],
+    docs: &HashMap<u32, &DocSection>,
     raw: &HashMap<u32, RawEntity>,
     cfg: &ChunkConfig,
 ) -> Vec<Chunk> {
     let mut chunks = Vec::new();
-    // Doc section entities appear in the same order as the splitter's sections.
-    let mut doc_cursor: HashMap<u32, usize> = HashMap::new();
     for e in &data.entities {
         let template = template_chunk(data, e);
         match e.kind {
             EntityKind::DocSection => {
-                let Some(fid) = e.file else { continue };
-                let k = doc_cursor.entry(fid).or_insert(0);
-                let Some(section) = docs[fid as usize].and_then(|s| s.get(*k)) else {
+                let Some(section) = docs.get(&e.id) else {
                     continue;
                 };
-                *k += 1;
                 let n = section.parts.len().max(1);
                 for (i, part) in section.parts.iter().enumerate() {
                     let mut c = template.clone();

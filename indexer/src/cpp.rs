@@ -251,7 +251,7 @@ pub fn function_error_counts(root: Node) -> (usize, usize) {
         for ch in node.children(&mut c) {
             if kind == "function_definition" && ch.kind() == "compound_statement" {
                 // Statements inside a body are not function definitions.
-                count_nested_lambdas_skip(ch, err, acc);
+                visit_local_classes(ch, err, acc);
                 continue;
             }
             go(ch, err, acc);
@@ -259,7 +259,7 @@ pub fn function_error_counts(root: Node) -> (usize, usize) {
     }
     // Bodies hold no nested function definitions, except local classes;
     // walk them only for those.
-    fn count_nested_lambdas_skip(body: Node, under_error: bool, acc: &mut (usize, usize)) {
+    fn visit_local_classes(body: Node, under_error: bool, acc: &mut (usize, usize)) {
         let mut c = body.walk();
         for ch in body.children(&mut c) {
             if matches!(

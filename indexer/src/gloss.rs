@@ -16,6 +16,8 @@ const LIST_MAX: usize = 12;
 struct Adjacency {
     out: HashMap<(u32, EdgeKind), Vec<u32>>,
     inc: HashMap<(u32, EdgeKind), Vec<u32>>,
+    /// Entity ids of each file, in id order (built once, not per gloss).
+    by_file: Vec<Vec<u32>>,
 }
 
 impl Adjacency {
@@ -26,7 +28,13 @@ impl Adjacency {
             out.entry((e.from, e.kind)).or_default().push(e.to);
             inc.entry((e.to, e.kind)).or_default().push(e.from);
         }
-        Adjacency { out, inc }
+        let mut by_file: Vec<Vec<u32>> = vec![Vec::new(); data.files.len()];
+        for e in &data.entities {
+            if let Some(f) = e.file {
+                by_file[f as usize].push(e.id);
+            }
+        }
+        Adjacency { out, inc, by_file }
     }
     fn out(&self, id: u32, kind: EdgeKind) -> &[u32] {
         self.out.get(&(id, kind)).map_or(&[], Vec::as_slice)
@@ -314,12 +322,10 @@ fn file_gloss(data: &IndexData, adj: &Adjacency, e: &Entity, parts: &mut Vec<Str
         f.scope.as_str(),
         f.lines
     ));
-    let top: Vec<&Entity> = data
-        .entities
+    let top: Vec<&Entity> = adj.by_file[fid as usize]
         .iter()
-        .filter(|x| {
-            x.file == Some(fid) && x.kind != EntityKind::File && x.kind != EntityKind::CallChain
-        })
+        .map(|&id| &data.entities[id as usize])
+        .filter(|x| x.kind != EntityKind::File && x.kind != EntityKind::CallChain)
         .collect();
     let mut by_kind: Vec<(EntityKind, Vec<String>)> = Vec::new();
     for k in [
@@ -413,15 +419,13 @@ fn module_gloss(data: &IndexData, adj: &Adjacency, e: &Entity, parts: &mut Vec<S
             list(subs.iter().map(|s| s.qualified_name.clone()))
         ));
     }
-    let file_ids: Vec<u32> = files.iter().filter_map(|f| f.file).collect();
-    let mut top: Vec<String> = data
-        .entities
+    let mut file_ids: Vec<u32> = files.iter().filter_map(|f| f.file).collect();
+    file_ids.sort_unstable();
+    let mut top: Vec<String> = file_ids
         .iter()
-        .filter(|x| {
-            x.file.is_some_and(|f| file_ids.contains(&f))
-                && (x.kind.is_record() || x.kind == EntityKind::Function)
-                && x.is_definition
-        })
+        .flat_map(|f| adj.by_file[*f as usize].iter())
+        .map(|&id| &data.entities[id as usize])
+        .filter(|x| (x.kind.is_record() || x.kind == EntityKind::Function) && x.is_definition)
         .map(|x| x.qualified_name.clone())
         .collect();
     top.dedup();
