@@ -94,4 +94,15 @@ pub enum CoreError {
         /// What disagrees.
         message: String,
     },
+    /// The query side uses another embedding model or preprocessing than
+    /// the one the index was built with.
+    #[error("the index was embedded with {field} = {index:?} but the query model has {query:?}; use the same embedding model (or re-index)")]
+    ModelMismatch {
+        /// The first field that differs.
+        field: String,
+        /// Value recorded in the index.
+        index: String,
+        /// Value of the query model.
+        query: String,
+    },
 }

@@ -1,8 +1,8 @@
 //! The on-disk (and on-the-wire) index format.
 //!
 //! An index is a directory holding `manifest.json` and one binary data file
-//! per table (`files.bin`, `entities.bin`, `chunks.bin`, `graph.bin`). Each
-//! data file is a fixed header followed by a bincode payload:
+//! per table (`files.bin`, `entities.bin`, `chunks.bin`, `graph.bin`, and
+//! `vectors.bin` when the index carries embeddings). Each data file is a fixed header followed by a bincode payload:
 //!
 //! | bytes | content                                  |
 //! |-------|------------------------------------------|
@@ -26,13 +26,15 @@ use std::collections::BTreeMap;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::embed::{EmbeddingSpec, Quantization};
 use crate::error::CoreError;
 use crate::model::{Chunk, Edge, EdgeKind, Entity, EntityKind, SourceFile};
+use crate::vectors::HnswParams;
 
 /// Magic number at the start of every data file.
 pub const MAGIC: [u8; 8] = *b"CGLOSSIX";
 /// Version of the index format. Bump on any change to the serialised types.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Size of the fixed header in bytes.
 pub const HEADER_LEN: usize = 8 + 4 + 1 + 3 + 8 + 32;
 /// Upper bound on a decoded payload, so that a hostile length cannot make
@@ -51,10 +53,13 @@ pub enum DataKind {
     Chunks,
     /// `Vec<Edge>`.
     Graph,
+    /// [`crate::vectors::VectorIndex`] (optional).
+    Vectors,
 }
 
 impl DataKind {
-    /// All kinds, in file order.
+    /// The tables every index has, in file order. [`DataKind::Vectors`]
+    /// is optional and listed in the manifest when present.
     pub const ALL: [DataKind; 4] = [
         DataKind::Files,
         DataKind::Entities,
@@ -68,11 +73,15 @@ impl DataKind {
             DataKind::Entities => 2,
             DataKind::Chunks => 3,
             DataKind::Graph => 4,
+            DataKind::Vectors => 5,
         }
     }
 
     fn from_tag(tag: u8) -> Option<Self> {
-        DataKind::ALL.into_iter().find(|k| k.tag() == tag)
+        DataKind::ALL
+            .into_iter()
+            .chain([DataKind::Vectors])
+            .find(|k| k.tag() == tag)
     }
 
     /// Stable name.
@@ -82,6 +91,7 @@ impl DataKind {
             DataKind::Entities => "entities",
             DataKind::Chunks => "chunks",
             DataKind::Graph => "graph",
+            DataKind::Vectors => "vectors",
         }
     }
 
@@ -92,6 +102,7 @@ impl DataKind {
             DataKind::Entities => "entities.bin",
             DataKind::Chunks => "chunks.bin",
             DataKind::Graph => "graph.bin",
+            DataKind::Vectors => "vectors.bin",
         }
     }
 }
@@ -219,14 +230,24 @@ pub fn decode_data_file<T: DeserializeOwned>(
     Ok(value)
 }
 
-/// Facts about the embedding model the vectors were made with. Empty until
-/// an index carries vectors.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+/// What the manifest records about the vectors of an index: the model
+/// (so that a reader with another query model refuses to search), the
+/// storage, and the measured quality of the HNSW graph.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct EmbeddingInfo {
-    /// Model id, empty when the index has no vectors.
-    pub model_id: String,
-    /// Vector dimension, 0 when the index has no vectors.
-    pub dimension: u32,
+    /// The embedding model and preprocessing.
+    #[serde(flatten)]
+    pub spec: EmbeddingSpec,
+    /// How vectors are stored.
+    pub quantization: Quantization,
+    /// Number of vectors (one per chunk).
+    pub vectors: u64,
+    /// HNSW parameters.
+    pub hnsw: HnswParams,
+    /// Mean recall@10 of HNSW against exact search.
+    pub hnsw_recall_at_10: f64,
+    /// Number of random queries the recall was measured on.
+    pub hnsw_recall_queries: u32,
 }
 
 /// One data file as listed in the manifest.
@@ -268,7 +289,7 @@ pub struct Counts {
 /// `manifest.json`: the small, human-readable description of an index.
 ///
 /// It holds no timestamps, so that identical input gives an identical file.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Manifest {
     /// Always `"codegloss-index"`.
     pub format: String,
@@ -282,8 +303,8 @@ pub struct Manifest {
     pub counts: Counts,
     /// Path → SHA-256 of every indexed source file.
     pub source_files: BTreeMap<String, String>,
-    /// Embedding model facts.
-    pub embedding: EmbeddingInfo,
+    /// Embedding model facts; none for an index without vectors.
+    pub embedding: Option<EmbeddingInfo>,
     /// The data files and their checksums.
     pub data_files: Vec<DataFileInfo>,
 }

@@ -12,13 +12,17 @@
 //! - `ort`, `tree-sitter` and other native-only crates never enter its
 //!   dependency tree.
 
+pub mod embed;
 pub mod error;
 pub mod format;
 pub mod model;
+pub mod query;
 pub mod text;
+pub mod vectors;
 
 pub use error::CoreError;
 pub use format::{
     decode_data_file, encode_data_file, DataKind, IndexData, Manifest, FORMAT_VERSION, MAGIC,
 };
 pub use model::*;
+pub use vectors::{VectorHit, VectorIndex};

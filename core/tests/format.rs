@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use codegloss_core::format::{sha256_hex, DataFileInfo, EmbeddingInfo, HEADER_LEN};
+use codegloss_core::format::{sha256_hex, DataFileInfo, HEADER_LEN};
 use codegloss_core::{
     decode_data_file, encode_data_file, Chunk, CoreError, DataKind, Edge, EdgeKind, Entity,
     EntityKind, Gloss, GlossSource, Include, IndexData, Language, Manifest, Param, ParseStats,
@@ -410,6 +410,7 @@ fn decode_one(
         DataKind::Graph => {
             decode_data_file::<Vec<Edge>>(name, kind, bytes).map(|v| v == original.edges)
         }
+        DataKind::Vectors => codegloss_core::VectorIndex::decode(bytes).map(|_| false),
     }));
     match result {
         Ok(r) => r,
@@ -429,7 +430,7 @@ fn error_file(e: &CoreError) -> Option<&str> {
         | CoreError::Decode { file, .. }
         | CoreError::Encode { file, .. }
         | CoreError::Inconsistent { file, .. } => Some(file),
-        CoreError::Manifest { .. } => None,
+        CoreError::Manifest { .. } | CoreError::ModelMismatch { .. } => None,
     }
 }
 
@@ -517,7 +518,7 @@ fn manifest_for(data: &IndexData, files: &[Vec<u8>]) -> Manifest {
             .iter()
             .map(|f| (f.path.clone(), f.sha256.clone()))
             .collect::<BTreeMap<_, _>>(),
-        embedding: EmbeddingInfo::default(),
+        embedding: None,
         data_files: DataKind::ALL
             .iter()
             .zip(files)
@@ -730,6 +731,7 @@ fn variant_name(e: &CoreError) -> &'static str {
         CoreError::Encode { .. } => "Encode",
         CoreError::Manifest { .. } => "Manifest",
         CoreError::Inconsistent { .. } => "Inconsistent",
+        CoreError::ModelMismatch { .. } => "ModelMismatch",
     }
 }
 
@@ -1145,7 +1147,7 @@ fn garbage_manifest_is_a_manifest_error() {
         "{\"format\": \"codegloss-index\"}".to_string(),
         good[..good.len() / 2].to_string(),
         good.replace("\"files\"", "\"fyles\""),
-        good.replace("\"kind\": \"graph\"", "\"kind\": \"vectors\""),
+        good.replace("\"kind\": \"graph\"", "\"kind\": \"vektors\""),
         "\u{feff}\u{0}\u{1}garbage".to_string(),
     ];
     for text in &cases {

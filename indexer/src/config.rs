@@ -6,7 +6,9 @@
 //! of the configuration is hashed into the manifest.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use codegloss_core::embed::{Pooling, Quantization};
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +26,8 @@ pub struct Config {
     pub parse: ParseConfig,
     /// Chunking budgets.
     pub chunk: ChunkConfig,
+    /// Embedding model and vector index.
+    pub embedding: EmbeddingConfig,
 }
 
 /// Which files are indexed and how they are classified.
@@ -196,6 +200,96 @@ impl Default for ChunkConfig {
     }
 }
 
+/// Where inference runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Device {
+    /// CUDA when the ONNX Runtime library has it, else CPU (logged).
+    #[default]
+    Auto,
+    /// CPU only.
+    Cpu,
+    /// CUDA; an error when it cannot be used.
+    Cuda,
+}
+
+/// The embedding model and the vector index built from it. The default is
+/// the bundled all-MiniLM-L6-v2 int8 export that `cargo xtask models`
+/// installs; any ONNX sentence-embedding model with a `tokenizer.json` can
+/// be named instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    /// Compute embeddings. Off gives an index without vectors (keyword and
+    /// structure retrieval only).
+    pub enabled: bool,
+    /// Model id recorded in the index; a query model must carry the same.
+    pub model_id: String,
+    /// ONNX model file (default: the installed MiniLM in the model cache).
+    pub model: Option<PathBuf>,
+    /// `tokenizer.json` of the model (default: the installed MiniLM one).
+    pub tokenizer: Option<PathBuf>,
+    /// Expected SHA-256 of the model file, checked before use. Known for
+    /// the default model.
+    pub model_sha256: Option<String>,
+    /// ONNX Runtime shared library (default: the installed one, or
+    /// `ORT_DYLIB_PATH`).
+    pub onnxruntime: Option<PathBuf>,
+    /// `mean` or `cls`.
+    pub pooling: Pooling,
+    /// L2-normalise vectors.
+    pub normalize: bool,
+    /// The model's real token limit (special tokens included). MiniLM was
+    /// trained to 256 even though its tokenizer.json pads to 128.
+    pub max_length: usize,
+    /// Text put before every query (for example `search_query: ` for nomic).
+    pub query_prefix: String,
+    /// Text put before every document (for example `search_document: `).
+    pub document_prefix: String,
+    /// Texts per inference batch.
+    pub batch_size: usize,
+    /// ONNX Runtime intra-op threads (0: one per core).
+    pub threads: usize,
+    /// `auto`, `cpu` or `cuda`.
+    pub device: Device,
+    /// `int8` (one byte per dimension and a scale per vector) or `f32`.
+    pub quantization: Quantization,
+    /// HNSW candidate list while building.
+    pub hnsw_ef_construction: usize,
+    /// HNSW candidate list while searching.
+    pub hnsw_ef_search: usize,
+    /// Random queries on which HNSW recall against exact search is measured.
+    pub recall_queries: usize,
+}
+
+/// Id of the default embedding model.
+pub const DEFAULT_MODEL_ID: &str = "all-MiniLM-L6-v2-int8";
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        EmbeddingConfig {
+            enabled: true,
+            model_id: DEFAULT_MODEL_ID.to_string(),
+            model: None,
+            tokenizer: None,
+            model_sha256: None,
+            onnxruntime: None,
+            pooling: Pooling::Mean,
+            normalize: true,
+            max_length: 256,
+            query_prefix: String::new(),
+            document_prefix: String::new(),
+            batch_size: 16,
+            threads: 0,
+            device: Device::Auto,
+            quantization: Quantization::Int8,
+            hnsw_ef_construction: 100,
+            hnsw_ef_search: 100,
+            recall_queries: 200,
+        }
+    }
+}
+
 impl Config {
     /// Read a configuration file.
     pub fn load(path: &Path) -> Result<Self, IndexError> {
@@ -212,8 +306,17 @@ impl Config {
     }
 
     /// SHA-256 of the canonical JSON form, recorded in the manifest.
+    /// Machine-specific paths and the thread count are left out (the model
+    /// files are identified by their SHA-256 in the manifest instead), so
+    /// the same settings give the same hash on every machine.
     pub fn hash(&self) -> String {
-        let json = serde_json::to_string(self).expect("config serialises");
+        let mut canonical = self.clone();
+        canonical.embedding.model = None;
+        canonical.embedding.tokenizer = None;
+        canonical.embedding.onnxruntime = None;
+        canonical.embedding.threads = 0;
+        canonical.embedding.device = Device::Auto;
+        let json = serde_json::to_string(&canonical).expect("config serialises");
         codegloss_core::format::sha256_hex(json.as_bytes())
     }
 }

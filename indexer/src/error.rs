@@ -46,6 +46,20 @@ pub enum IndexError {
     /// The tree-sitter grammar could not be loaded (a build problem).
     #[error("cannot load the tree-sitter C++ grammar: {0}")]
     Grammar(String),
+    /// An embedding model file is missing, damaged or unusable.
+    #[error("{path}: {message}")]
+    Model {
+        /// The model, tokenizer or runtime file (or the setting) involved.
+        path: PathBuf,
+        /// What is wrong and what to do about it.
+        message: String,
+    },
+    /// Embedding failed while running the model.
+    #[error("embedding failed: {message}")]
+    Embed {
+        /// What went wrong.
+        message: String,
+    },
     /// The index on disk could not be read.
     #[error("{path}: {source}")]
     Index {

@@ -81,14 +81,14 @@ pub fn structural_glosses(data: &mut IndexData) {
     }
 }
 
+/// Where an entity lives, as a path without line numbers: glosses are
+/// embedded, and line numbers would change the gloss (and so the vector)
+/// of every entity that mentions a definition further down an edited file.
+/// Each chunk carries its own exact line range.
 fn location(data: &IndexData, e: &Entity) -> String {
-    match (e.file, e.span) {
-        (Some(f), Some(s)) => format!(
-            "{}:{}-{}",
-            data.files[f as usize].path, s.start_line, s.end_line
-        ),
-        (Some(f), None) => data.files[f as usize].path.clone(),
-        _ => e.qualified_name.clone(),
+    match e.file {
+        Some(f) => data.files[f as usize].path.clone(),
+        None => e.qualified_name.clone(),
     }
 }
 

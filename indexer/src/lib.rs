@@ -2,8 +2,9 @@
 //!
 //! The offline half of codegloss. It does the expensive work once: walk a
 //! repository, parse C++ and documentation into entities, build the
-//! structure graph, write glosses, and save a static index in the format
-//! defined by `codegloss-core`.
+//! structure graph, write glosses, embed every chunk (ONNX Runtime through
+//! `ort`), and save a static index in the format defined by
+//! `codegloss-core`.
 //!
 //! Native only: it may use tree-sitter, the file system and threads.
 
@@ -12,10 +13,12 @@ pub mod chunk;
 pub mod config;
 pub mod cpp;
 pub mod docs;
+pub mod embed;
 pub mod error;
 pub mod gloss;
 pub mod macros;
 pub mod store;
+pub mod vectorize;
 pub mod walk;
 
 pub use config::Config;

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use codegloss_core::{EdgeKind, Entity, EntityKind, IndexData};
-use codegloss_indexer::{build, store, Config};
+use codegloss_indexer::{build, embed, store, vectorize, Config};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Print a line of results to stdout. A closed stdout (`codegloss ... | head`)
@@ -49,6 +49,32 @@ enum Command {
         /// Print at most this many warnings (all are stored in the index).
         #[arg(long, default_value_t = 40)]
         max_warnings: usize,
+        /// Skip the embedding stage: an index without vectors (keyword and
+        /// structure retrieval only). Same as `[embedding] enabled = false`.
+        #[arg(long)]
+        no_embed: bool,
+    },
+    /// Dense vector search only: embed a question and list the nearest chunks.
+    Search {
+        /// Index directory written by `codegloss index`.
+        index: PathBuf,
+        /// The question.
+        question: String,
+        /// Number of results.
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        /// `exact`, `hnsw`, or `auto` (exact below `--exact-below` vectors).
+        #[arg(long, default_value = "auto")]
+        mode: String,
+        /// Corpus size from which `auto` uses HNSW.
+        #[arg(long, default_value_t = 20_000)]
+        exact_below: usize,
+        /// Configuration file for the embedding model paths (default: none).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Show what an index holds about a symbol or a file.
     Inspect {
@@ -78,7 +104,32 @@ fn main() {
             config,
             quiet,
             max_warnings,
-        } => run_index(&repo, &out, config.as_deref(), quiet, max_warnings),
+            no_embed,
+        } => run_index(
+            &repo,
+            &out,
+            config.as_deref(),
+            quiet,
+            max_warnings,
+            no_embed,
+        ),
+        Command::Search {
+            index,
+            question,
+            k,
+            mode,
+            exact_below,
+            config,
+            json,
+        } => run_search(
+            &index,
+            &question,
+            k,
+            &mode,
+            exact_below,
+            config.as_deref(),
+            json,
+        ),
         Command::Inspect {
             index,
             symbol,
@@ -112,27 +163,48 @@ fn run_index(
     config: Option<&Path>,
     quiet: bool,
     max_warnings: usize,
+    no_embed: bool,
 ) -> Result<()> {
     let started = Instant::now();
-    let cfg = load_config(repo, config)?;
-    let pb = if quiet {
-        ProgressBar::hidden()
+    let mut cfg = load_config(repo, config)?;
+    if no_embed {
+        cfg.embedding.enabled = false;
+    }
+    // Load the model first: a missing model should fail before minutes of work.
+    let mut embedder = if cfg.embedding.enabled {
+        Some(embed::Embedder::new(&cfg.embedding).context("loading the embedding model")?)
     } else {
-        let pb = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-        pb.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {msg:16} [{bar:30}] {pos}/{len} files ({per_sec}, eta {eta})",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        pb
+        None
     };
+    let pb = progress_bar(quiet, "files");
     let output = build::build_index(repo, &cfg, &pb)
         .with_context(|| format!("indexing {}", repo.display()))?;
+    let vectors = match embedder.as_mut() {
+        Some(embedder) => {
+            let previous = store::previous_vectors(out);
+            pb.finish_and_clear();
+            let epb = progress_bar(quiet, "chunks");
+            let v = vectorize::build_vectors(
+                &output.data,
+                embedder,
+                &cfg.embedding,
+                previous.as_ref(),
+                &epb,
+            )
+            .context("embedding chunks")?;
+            epb.finish_and_clear();
+            Some(v)
+        }
+        None => None,
+    };
     pb.set_message("writing");
-    let manifest = store::write_index(out, &output.data, &cfg.hash())
-        .with_context(|| format!("writing index to {}", out.display()))?;
+    let manifest = store::write_index(
+        out,
+        &output.data,
+        vectors.as_ref().map(|v| (&v.index, &v.info)),
+        &cfg.hash(),
+    )
+    .with_context(|| format!("writing index to {}", out.display()))?;
     pb.finish_and_clear();
     for w in output.warnings.iter().take(max_warnings) {
         eprintln!("warning: {w}");
@@ -150,6 +222,109 @@ fn run_index(
         started.elapsed().as_secs_f64(),
         out,
     );
+    match (&vectors, &manifest.embedding) {
+        (Some(v), Some(info)) => {
+            let st = &v.stats;
+            out!(
+                "embeddings: {} computed, {} reused ({} {}, dimension {}, {}); {:.1} s embedding ({:.1} chunks/s), {:.1} s prompts, {:.1} s HNSW; HNSW recall@10 {:.4} on {} queries",
+                st.computed,
+                st.reused,
+                info.spec.model_id,
+                match embedder.as_ref().map(embed::Embedder::backend) {
+                    Some(embed::Backend::Cuda) => "CUDA",
+                    _ => "CPU",
+                },
+                info.spec.dimension,
+                info.quantization.as_str(),
+                st.embed_seconds,
+                if st.embed_seconds > 0.0 { st.computed as f64 / st.embed_seconds } else { 0.0 },
+                st.prompt_seconds,
+                st.hnsw_seconds,
+                info.hnsw_recall_at_10,
+                info.hnsw_recall_queries
+            );
+        }
+        _ => out!("embeddings: none (embedding disabled)"),
+    }
+    Ok(())
+}
+
+fn progress_bar(quiet: bool, unit: &str) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} {{msg:16}} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}})"
+        ))
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    pb
+}
+
+fn run_search(
+    dir: &Path,
+    question: &str,
+    k: usize,
+    mode: &str,
+    exact_below: usize,
+    config: Option<&Path>,
+    json: bool,
+) -> Result<()> {
+    let (manifest, data) =
+        store::read_index(dir).with_context(|| format!("reading index {}", dir.display()))?;
+    let vectors = store::read_vectors(dir, &manifest)?.with_context(|| {
+        format!(
+            "{} has no vectors (indexed with --no-embed?)",
+            dir.display()
+        )
+    })?;
+    let cfg = match config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    let mut embedding = cfg.embedding.clone();
+    embedding.model_id = vectors.spec.model_id.clone();
+    embedding.pooling = vectors.spec.pooling;
+    embedding.normalize = vectors.spec.normalize;
+    embedding.max_length = vectors.spec.max_length as usize;
+    embedding.query_prefix = vectors.spec.query_prefix.clone();
+    embedding.document_prefix = vectors.spec.document_prefix.clone();
+    let mut embedder = embed::Embedder::new(&embedding).context("loading the query model")?;
+    vectors.spec.check_query_model(embedder.spec())?;
+    let q = embedder.embed_query(question)?;
+    let hits = match mode {
+        "exact" => vectors.search_exact(&q, k)?,
+        "hnsw" => vectors.search_hnsw(&q, k)?,
+        "auto" => vectors.search(&q, k, exact_below)?,
+        other => anyhow::bail!("unknown --mode {other:?} (exact, hnsw or auto)"),
+    };
+    if json {
+        let items: Vec<serde_json::Value> = hits
+            .iter()
+            .map(|h| {
+                let c = &data.chunks[h.chunk as usize];
+                serde_json::json!({"chunk": h.chunk, "distance": h.distance, "path": c.path, "start_line": c.start_line, "end_line": c.end_line, "symbol": c.symbol_name, "chunk_type": c.chunk_type})
+            })
+            .collect();
+        out!("{}", serde_json::to_string_pretty(&items)?);
+        return Ok(());
+    }
+    for (rank, h) in hits.iter().enumerate() {
+        let c = &data.chunks[h.chunk as usize];
+        out!(
+            "{:>2}. {:.4}  {}:{}-{}  {} {}",
+            rank + 1,
+            h.distance,
+            c.path,
+            c.start_line,
+            c.end_line,
+            c.chunk_type,
+            c.symbol_name
+        );
+    }
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use codegloss_core::format::{sha256_hex, DataFileInfo, EmbeddingInfo};
-use codegloss_core::{DataKind, IndexData, Manifest, FORMAT_VERSION};
+use codegloss_core::{DataKind, IndexData, Manifest, VectorIndex, FORMAT_VERSION};
 
 use crate::error::IndexError;
 
@@ -23,17 +23,24 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), IndexError> 
     std::fs::rename(&tmp, &dst).map_err(|e| IndexError::io(&dst, e))
 }
 
-/// Build the manifest for `data` and write everything to `dir`.
+/// Build the manifest for `data` (and its vectors, when there are any)
+/// and write everything to `dir`. A `vectors.bin` left from an earlier
+/// run is removed when the new index has no vectors.
 pub fn write_index(
     dir: &Path,
     data: &IndexData,
+    vectors: Option<(&VectorIndex, &EmbeddingInfo)>,
     config_hash: &str,
 ) -> Result<Manifest, IndexError> {
     std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
-    let encoded = data.encode().map_err(|source| IndexError::Index {
+    let index_err = |source| IndexError::Index {
         path: dir.to_path_buf(),
         source,
-    })?;
+    };
+    let mut encoded = data.encode().map_err(index_err)?;
+    if let Some((v, _)) = vectors {
+        encoded.push((DataKind::Vectors, v.encode().map_err(index_err)?));
+    }
     let mut data_files = Vec::new();
     for (kind, bytes) in &encoded {
         write_atomic(dir, kind.file_name(), bytes)?;
@@ -55,10 +62,16 @@ pub fn write_index(
             .iter()
             .map(|f| (f.path.clone(), f.sha256.clone()))
             .collect(),
-        embedding: EmbeddingInfo::default(),
+        embedding: vectors.map(|(_, info)| info.clone()),
         data_files,
     };
     write_atomic(dir, MANIFEST, manifest.to_json().as_bytes())?;
+    if vectors.is_none() {
+        let stale = dir.join(DataKind::Vectors.file_name());
+        if stale.exists() {
+            std::fs::remove_file(&stale).map_err(|e| IndexError::io(&stale, e))?;
+        }
+    }
     Ok(manifest)
 }
 
@@ -89,4 +102,54 @@ pub fn read_index(dir: &Path) -> Result<(Manifest, IndexData), IndexError> {
         }
     })?;
     Ok((manifest, data))
+}
+
+/// Read and check the vectors of an index, when its manifest lists them.
+pub fn read_vectors(dir: &Path, manifest: &Manifest) -> Result<Option<VectorIndex>, IndexError> {
+    if !manifest
+        .data_files
+        .iter()
+        .any(|d| d.kind == DataKind::Vectors)
+    {
+        return Ok(None);
+    }
+    let path = dir.join(DataKind::Vectors.file_name());
+    let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
+    let err = |source| IndexError::Index {
+        path: path.clone(),
+        source,
+    };
+    manifest
+        .verify_data_file(DataKind::Vectors, &bytes)
+        .map_err(err)?;
+    let v = VectorIndex::decode(&bytes).map_err(err)?;
+    let info = manifest.embedding.as_ref();
+    if info.map(|i| &i.spec) != Some(&v.spec) || v.len() as u64 != manifest.counts.chunks {
+        return Err(err(codegloss_core::CoreError::Inconsistent {
+            file: DataKind::Vectors.file_name().into(),
+            message: "vectors do not match the manifest's embedding section or chunk count".into(),
+        }));
+    }
+    Ok(Some(v))
+}
+
+/// The vectors of a previous index in `dir`, for reuse, or none when there
+/// is no readable previous index (a damaged one is logged and ignored:
+/// everything is recomputed).
+pub fn previous_vectors(dir: &Path) -> Option<VectorIndex> {
+    let text = std::fs::read_to_string(dir.join(MANIFEST)).ok()?;
+    let manifest = match Manifest::from_json(&text) {
+        Ok(m) => m,
+        Err(e) => {
+            log::info!("previous index in {} not reusable: {e}", dir.display());
+            return None;
+        }
+    };
+    match read_vectors(dir, &manifest) {
+        Ok(v) => v,
+        Err(e) => {
+            log::warn!("previous vectors not reusable, recomputing: {e}");
+            None
+        }
+    }
 }

@@ -10,3 +10,26 @@ use std::path::PathBuf;
 pub fn fixture_repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/sci-demo")
 }
+
+/// The embedder of the default model. The model files come from
+/// `cargo xtask models` (which `cargo xtask ci` runs first); without them
+/// this panics with the message that says what to run.
+pub fn default_embedder() -> codegloss_indexer::embed::Embedder {
+    let cfg = codegloss_indexer::config::EmbeddingConfig::default();
+    codegloss_indexer::embed::Embedder::new(&cfg)
+        .unwrap_or_else(|e| panic!("the embedding tests need the default models: {e}"))
+}
+
+/// Copy a directory tree (the fixture) into `dst`.
+pub fn copy_tree(src: &std::path::Path, dst: &std::path::Path) {
+    std::fs::create_dir_all(dst).expect("create dir");
+    for entry in std::fs::read_dir(src).expect("read dir") {
+        let entry = entry.expect("dir entry");
+        let to = dst.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).expect("copy file");
+        }
+    }
+}

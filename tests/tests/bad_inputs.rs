@@ -77,7 +77,7 @@ fn bad_files_warn_and_lose_nothing_else() {
     assert!(d.entities.iter().any(|e| e.file == Some(broken.id)));
     // The index still writes and reads back.
     let idx = tempfile::tempdir().unwrap();
-    store::write_index(idx.path(), d, "test").unwrap();
+    store::write_index(idx.path(), d, None, "test").unwrap();
     assert_eq!(&store::read_index(idx.path()).unwrap().1, d);
 }
 
@@ -89,7 +89,7 @@ fn empty_repository_gives_an_empty_index() {
     // Only the root module.
     assert_eq!(out.data.entities.len(), 1);
     let idx = tempfile::tempdir().unwrap();
-    let m = store::write_index(idx.path(), &out.data, "x").unwrap();
+    let m = store::write_index(idx.path(), &out.data, None, "x").unwrap();
     assert_eq!(m.counts.files, 0);
     store::read_index(idx.path()).unwrap();
 }
@@ -112,7 +112,7 @@ fn corrupt_index_files_give_typed_errors() {
     write(dir.path(), "a.cpp", GOOD.as_bytes());
     let out = index(dir.path());
     let idx = tempfile::tempdir().unwrap();
-    store::write_index(idx.path(), &out.data, "x").unwrap();
+    store::write_index(idx.path(), &out.data, None, "x").unwrap();
 
     // A flipped byte in a data file.
     let p = idx.path().join("entities.bin");
@@ -141,7 +141,7 @@ fn corrupt_index_files_give_typed_errors() {
         }
     ));
     // A missing data file.
-    store::write_index(idx.path(), &out.data, "x").unwrap();
+    store::write_index(idx.path(), &out.data, None, "x").unwrap();
     std::fs::remove_file(idx.path().join("graph.bin")).unwrap();
     let err = store::read_index(idx.path()).unwrap_err();
     assert!(matches!(err, IndexError::Io { .. }), "{err}");

@@ -259,8 +259,8 @@ fn output_is_deterministic_and_round_trips() {
     let cfg = Config::default();
     let d1 = index_fixture().data;
     let d2 = index_fixture().data;
-    store::write_index(a.path(), &d1, &cfg.hash()).unwrap();
-    store::write_index(b.path(), &d2, &cfg.hash()).unwrap();
+    store::write_index(a.path(), &d1, None, &cfg.hash()).unwrap();
+    store::write_index(b.path(), &d2, None, &cfg.hash()).unwrap();
     for name in [
         "manifest.json",
         "files.bin",
@@ -276,5 +276,5 @@ fn output_is_deterministic_and_round_trips() {
     assert_eq!(back, d1);
     assert_eq!(manifest.counts.files, d1.files.len() as u64);
     assert_eq!(manifest.source_files.len(), d1.files.len());
-    assert_eq!(manifest.embedding.model_id, "");
+    assert!(manifest.embedding.is_none());
 }

