@@ -1,8 +1,8 @@
 //! The on-disk (and on-the-wire) index format.
 //!
 //! An index is a directory holding `manifest.json` and one binary data file
-//! per table (`files.bin`, `entities.bin`, `chunks.bin`, `graph.bin`, and
-//! `vectors.bin` when the index carries embeddings). Each data file is a fixed header followed by a bincode payload:
+//! per table (`files.bin`, `entities.bin`, `chunks.bin`, `graph.bin`,
+//! `lexical.bin`, and `vectors.bin` when the index carries embeddings). Each data file is a fixed header followed by a bincode payload:
 //!
 //! | bytes | content                                  |
 //! |-------|------------------------------------------|
@@ -55,6 +55,8 @@ pub enum DataKind {
     Graph,
     /// [`crate::vectors::VectorIndex`] (optional).
     Vectors,
+    /// [`crate::lexical::LexicalIndex`].
+    Lexical,
 }
 
 impl DataKind {
@@ -74,13 +76,14 @@ impl DataKind {
             DataKind::Chunks => 3,
             DataKind::Graph => 4,
             DataKind::Vectors => 5,
+            DataKind::Lexical => 6,
         }
     }
 
     fn from_tag(tag: u8) -> Option<Self> {
         DataKind::ALL
             .into_iter()
-            .chain([DataKind::Vectors])
+            .chain([DataKind::Vectors, DataKind::Lexical])
             .find(|k| k.tag() == tag)
     }
 
@@ -92,6 +95,7 @@ impl DataKind {
             DataKind::Chunks => "chunks",
             DataKind::Graph => "graph",
             DataKind::Vectors => "vectors",
+            DataKind::Lexical => "lexical",
         }
     }
 
@@ -103,6 +107,7 @@ impl DataKind {
             DataKind::Chunks => "chunks.bin",
             DataKind::Graph => "graph.bin",
             DataKind::Vectors => "vectors.bin",
+            DataKind::Lexical => "lexical.bin",
         }
     }
 }

@@ -15,8 +15,10 @@
 pub mod embed;
 pub mod error;
 pub mod format;
+pub mod lexical;
 pub mod model;
 pub mod query;
+pub mod retrieve;
 pub mod text;
 pub mod vectors;
 

@@ -411,6 +411,10 @@ fn decode_one(
             decode_data_file::<Vec<Edge>>(name, kind, bytes).map(|v| v == original.edges)
         }
         DataKind::Vectors => codegloss_core::VectorIndex::decode(bytes).map(|_| false),
+        DataKind::Lexical => {
+            codegloss_core::lexical::LexicalIndex::decode(bytes, original.chunks.len())
+                .map(|_| false)
+        }
     }));
     match result {
         Ok(r) => r,

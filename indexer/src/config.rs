@@ -9,13 +9,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use codegloss_core::embed::{Pooling, Quantization};
+use codegloss_core::retrieve::RetrievalSettings;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::IndexError;
 
 /// The whole indexer configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Which files to read.
@@ -28,6 +29,9 @@ pub struct Config {
     pub chunk: ChunkConfig,
     /// Embedding model and vector index.
     pub embedding: EmbeddingConfig,
+    /// Online retrieval (used by `query` and `eval`; the browser reads the
+    /// same values from the manifest).
+    pub retrieval: RetrievalSettings,
 }
 
 /// Which files are indexed and how they are classified.
@@ -316,6 +320,8 @@ impl Config {
         canonical.embedding.onnxruntime = None;
         canonical.embedding.threads = 0;
         canonical.embedding.device = Device::Auto;
+        // Retrieval settings do not change the index content.
+        canonical.retrieval = RetrievalSettings::default();
         let json = serde_json::to_string(&canonical).expect("config serialises");
         codegloss_core::format::sha256_hex(json.as_bytes())
     }

@@ -15,6 +15,7 @@ pub mod cpp;
 pub mod docs;
 pub mod embed;
 pub mod error;
+pub mod eval;
 pub mod gloss;
 pub mod macros;
 pub mod store;

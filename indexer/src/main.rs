@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use codegloss_core::{EdgeKind, Entity, EntityKind, IndexData};
+use codegloss_core::{retrieve, EdgeKind, Entity, EntityKind, IndexData};
 use codegloss_indexer::{build, embed, store, vectorize, Config};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -53,6 +53,51 @@ enum Command {
         /// structure retrieval only). Same as `[embedding] enabled = false`.
         #[arg(long)]
         no_embed: bool,
+    },
+    /// Retrieve the context for a question: ranked chunks with roles, file:line ranges, glosses and diagnostics.
+    Query {
+        /// Index directory written by `codegloss index`.
+        index: PathBuf,
+        /// The question.
+        question: String,
+        /// Primary chunks (before structural expansion and supplementary chunks).
+        #[arg(long)]
+        k: Option<usize>,
+        /// Configuration file (`[retrieval]` settings, embedding model paths).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Skip dense search (keywords and structure only).
+        #[arg(long)]
+        no_vectors: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Evaluate retrieval on a question file (bench format): hit@k, all_gold@k, context recall, MRR, per category.
+    Eval {
+        /// Index directory written by `codegloss index`.
+        index: PathBuf,
+        /// JSON-lines question file.
+        #[arg(long)]
+        questions: PathBuf,
+        /// Field of each question record to use as the question text.
+        #[arg(long, default_value = "question")]
+        field: String,
+        /// Write the results JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Also compute a baseline in the same run (`bm25-files`).
+        #[arg(long)]
+        baseline: Option<String>,
+        /// Configuration file (`[retrieval]` settings, embedding model paths).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Skip dense search (keywords and structure only).
+        #[arg(long)]
+        no_vectors: bool,
+        /// Only questions of this split (`dev` or `test`).
+        #[arg(long)]
+        split: Option<String>,
     },
     /// Dense vector search only: embed a question and list the nearest chunks.
     Search {
@@ -112,6 +157,33 @@ fn main() {
             quiet,
             max_warnings,
             no_embed,
+        ),
+        Command::Query {
+            index,
+            question,
+            k,
+            config,
+            no_vectors,
+            json,
+        } => run_query(&index, &question, k, config.as_deref(), no_vectors, json),
+        Command::Eval {
+            index,
+            questions,
+            field,
+            json,
+            baseline,
+            config,
+            no_vectors,
+            split,
+        } => run_eval(
+            &index,
+            &questions,
+            &field,
+            json.as_deref(),
+            baseline.as_deref(),
+            config.as_deref(),
+            no_vectors,
+            split.as_deref(),
         ),
         Command::Search {
             index,
@@ -281,19 +353,8 @@ fn run_search(
             dir.display()
         )
     })?;
-    let cfg = match config {
-        Some(p) => Config::load(p)?,
-        None => Config::default(),
-    };
-    let mut embedding = cfg.embedding.clone();
-    embedding.model_id = vectors.spec.model_id.clone();
-    embedding.pooling = vectors.spec.pooling;
-    embedding.normalize = vectors.spec.normalize;
-    embedding.max_length = vectors.spec.max_length as usize;
-    embedding.query_prefix = vectors.spec.query_prefix.clone();
-    embedding.document_prefix = vectors.spec.document_prefix.clone();
-    let mut embedder = embed::Embedder::new(&embedding).context("loading the query model")?;
-    vectors.spec.check_query_model(embedder.spec())?;
+    let cfg = config_or_default(config)?;
+    let mut embedder = query_embedder(&vectors.spec, &cfg)?;
     let q = embedder.embed_query(question)?;
     let hits = match mode {
         "exact" => vectors.search_exact(&q, k)?,
@@ -521,4 +582,302 @@ fn print_entity(data: &IndexData, e: &Entity) {
         out!("  chunks: {} parts", chunks.len());
     }
     out!();
+}
+
+fn config_or_default(config: Option<&Path>) -> Result<Config> {
+    Ok(match config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    })
+}
+
+/// The query-side embedder for an index: the configured model files with
+/// the index's preprocessing, refused when it is not the index's model.
+fn query_embedder(
+    spec: &codegloss_core::embed::EmbeddingSpec,
+    cfg: &Config,
+) -> Result<embed::Embedder> {
+    let mut embedding = cfg.embedding.clone();
+    embedding.model_id = spec.model_id.clone();
+    embedding.pooling = spec.pooling;
+    embedding.normalize = spec.normalize;
+    embedding.max_length = spec.max_length as usize;
+    embedding.query_prefix = spec.query_prefix.clone();
+    embedding.document_prefix = spec.document_prefix.clone();
+    let embedder = embed::Embedder::new(&embedding).context("loading the query model")?;
+    spec.check_query_model(embedder.spec())?;
+    Ok(embedder)
+}
+
+fn role_name(r: retrieve::Role) -> &'static str {
+    match r {
+        retrieve::Role::Primary => "primary",
+        retrieve::Role::StructuralExpansion => "structural_expansion",
+        retrieve::Role::Supplementary => "supplementary",
+    }
+}
+
+fn run_query(
+    dir: &Path,
+    question: &str,
+    k: Option<usize>,
+    config: Option<&Path>,
+    no_vectors: bool,
+    json: bool,
+) -> Result<()> {
+    let (_, corpus) =
+        store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
+    let cfg = config_or_default(config)?;
+    let mut settings = cfg.retrieval.clone();
+    if let Some(k) = k {
+        settings.k = k;
+    }
+    let qv = match (&corpus.vectors, no_vectors) {
+        (Some(v), false) => Some(query_embedder(&v.spec, &cfg)?.embed_query(question)?),
+        _ => None,
+    };
+    let r = retrieve::retrieve(&corpus, question, qv.as_deref(), &settings)?;
+    let data = &corpus.data;
+    if json {
+        let chunks: Vec<serde_json::Value> = r
+            .chunks
+            .iter()
+            .map(|rc| {
+                let c = &data.chunks[rc.chunk as usize];
+                let e = &data.entities[c.entity as usize];
+                serde_json::json!({
+                    "chunk": rc.chunk,
+                    "role": role_name(rc.role),
+                    "path": c.path,
+                    "start_line": c.start_line,
+                    "end_line": c.end_line,
+                    "symbol": e.qualified_name,
+                    "chunk_type": c.chunk_type,
+                    "gloss": e.gloss.text,
+                    "sources": rc.sources,
+                    "score": rc.score,
+                    "via": rc.via,
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "question": question,
+            "intent": r.route.intent.as_str(),
+            "mode": r.route.mode,
+            "entity_target": r.route.entity_target,
+            "reasons": r.route.reasons,
+            "signals": r.signals,
+            "candidates": r.candidates,
+            "files": r.files(&corpus),
+            "context_tokens": r.context_tokens(&corpus),
+            "chunks": chunks,
+            "dropped": r.dropped,
+        });
+        out!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    out!(
+        "intent {} (expansion {:?}{}); {} candidates{}",
+        r.route.intent.as_str(),
+        r.route.mode,
+        r.route
+            .entity_target
+            .map(|t| format!(", target {t:?}"))
+            .unwrap_or_default(),
+        r.candidates,
+        if qv.is_none() {
+            "; dense search off"
+        } else {
+            ""
+        }
+    );
+    for reason in &r.route.reasons {
+        out!("  why: {reason}");
+    }
+    out!();
+    for (i, rc) in r.chunks.iter().enumerate() {
+        let c = &data.chunks[rc.chunk as usize];
+        let e = &data.entities[c.entity as usize];
+        out!(
+            "{:>2}. [{}] {}:{}-{}  {} {}",
+            i + 1,
+            role_name(rc.role),
+            c.path,
+            c.start_line,
+            c.end_line,
+            c.chunk_type,
+            e.qualified_name
+        );
+        match (&rc.via, rc.role) {
+            (Some(v), _) => out!(
+                "    via {} from chunk {} ({})",
+                v.edge,
+                v.from_chunk,
+                data.chunks[v.from_chunk as usize].symbol_name
+            ),
+            (None, _) => out!(
+                "    score {:.3} = semantic {:.3} + lexical {:.3} + target {:.3}{}; sources {:?}",
+                rc.score.combined,
+                rc.score.semantic,
+                rc.score.lexical,
+                rc.score.target,
+                rc.score
+                    .distance
+                    .map(|d| format!(" (distance {d:.3})"))
+                    .unwrap_or_default(),
+                rc.sources
+            ),
+        }
+        let gloss: String = e.gloss.text.chars().take(240).collect();
+        out!("    gloss: {gloss}");
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)] // reason: one parameter per CLI flag
+fn run_eval(
+    dir: &Path,
+    questions: &Path,
+    field: &str,
+    json: Option<&Path>,
+    baseline: Option<&str>,
+    config: Option<&Path>,
+    no_vectors: bool,
+    split: Option<&str>,
+) -> Result<()> {
+    use codegloss_indexer::eval;
+    let (_, corpus) =
+        store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
+    let cfg = config_or_default(config)?;
+    let mut qs = eval::read_questions(questions)?;
+    if let Some(sp) = split {
+        qs.retain(|q| q.split.as_deref() == Some(sp));
+    }
+    anyhow::ensure!(!qs.is_empty(), "no questions in {}", questions.display());
+    let texts: Vec<String> = qs
+        .iter()
+        .map(|q| {
+            if field == "question" {
+                Ok(q.question.clone())
+            } else {
+                q.extra
+                    .get(field)
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+                    .with_context(|| format!("question {} has no string field {field:?}", q.id))
+            }
+        })
+        .collect::<Result<_>>()?;
+    let mut embedder = match (&corpus.vectors, no_vectors) {
+        (Some(v), false) => Some(query_embedder(&v.spec, &cfg)?),
+        _ => None,
+    };
+    let mut scores = Vec::new();
+    let mut per_question = Vec::new();
+    let mut latencies = Vec::new();
+    let pb = progress_bar(false, "questions");
+    pb.set_length(qs.len() as u64);
+    for (q, text) in qs.iter().zip(&texts) {
+        let qv = match embedder.as_mut() {
+            Some(e) => Some(e.embed_query(text)?),
+            None => None,
+        };
+        let t = Instant::now();
+        let r = retrieve::retrieve(&corpus, text, qv.as_deref(), &cfg.retrieval)?;
+        latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+        let files = r.files(&corpus);
+        let tokens = r.context_tokens(&corpus);
+        scores.push(eval::score(&files, &q.gold_files, tokens));
+        per_question.push(serde_json::json!({
+            "id": q.id, "category": q.category, "intent": r.route.intent.as_str(),
+            "files": files, "gold_files": q.gold_files, "context_tokens": tokens,
+            "answer": null, "nugget_recall": null,
+        }));
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let metrics = eval::metrics(&qs, &scores);
+    latencies.sort_by(f64::total_cmp);
+    let (p50, p95) = (
+        eval::percentile(&latencies, 50.0),
+        eval::percentile(&latencies, 95.0),
+    );
+    print_metrics("codegloss", &metrics);
+    out!(
+        "retrieval latency (core, query embedding excluded): p50 {p50:.2} ms, p95 {p95:.2} ms over {} questions{}",
+        latencies.len(),
+        if embedder.is_none() { "; dense search off" } else { "" }
+    );
+    let mut result = serde_json::json!({
+        "metrics": metrics,
+        "questions": per_question,
+        "latency_ms": {"p50": p50, "p95": p95},
+    });
+    match baseline {
+        Some("bm25-files") => {
+            let b = retrieve::baseline::FileBaseline::new(&corpus);
+            let bs: Vec<eval::Scores> = qs
+                .iter()
+                .zip(&texts)
+                .map(|(q, text)| {
+                    let ranked = b.rank(text);
+                    let top: Vec<&str> = ranked.into_iter().take(10).collect();
+                    eval::score(&top, &q.gold_files, 0)
+                })
+                .collect();
+            let bm = eval::metrics(&qs, &bs);
+            out!();
+            print_metrics("baseline bm25-files (top 10 files)", &bm);
+            result["baseline"] = serde_json::json!({"name": "bm25-files", "metrics": bm});
+        }
+        Some(other) => anyhow::bail!("unknown baseline {other:?} (known: bm25-files)"),
+        None => {}
+    }
+    if let Some(path) = json {
+        std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("results written to {}", path.display());
+    }
+    Ok(())
+}
+
+fn print_metrics(title: &str, m: &serde_json::Value) {
+    out!("{title}");
+    out!(
+        "  {:<22} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}",
+        "category",
+        "n",
+        "hit@1",
+        "hit@5",
+        "hit@10",
+        "all@5",
+        "all@10",
+        "recall",
+        "mrr",
+        "files",
+        "tokens"
+    );
+    let row = |name: &str, v: &serde_json::Value| {
+        let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+        out!(
+            "  {:<22} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.2} {:>7.0}",
+            name,
+            v["questions"].as_u64().unwrap_or(0),
+            f("hit@1"),
+            f("hit@5"),
+            f("hit@10"),
+            f("all_gold@5"),
+            f("all_gold@10"),
+            f("context_recall"),
+            f("mrr"),
+            f("context_files"),
+            f("context_tokens")
+        );
+    };
+    if let Some(cats) = m["by_category"].as_object() {
+        for (k, v) in cats {
+            row(k, v);
+        }
+    }
+    row("overall", &m["overall"]);
 }

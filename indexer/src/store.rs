@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use codegloss_core::format::{sha256_hex, DataFileInfo, EmbeddingInfo};
+use codegloss_core::lexical::{FieldWeights, LexicalIndex};
+use codegloss_core::retrieve::Corpus;
 use codegloss_core::{DataKind, IndexData, Manifest, VectorIndex, FORMAT_VERSION};
 
 use crate::error::IndexError;
@@ -38,6 +40,8 @@ pub fn write_index(
         source,
     };
     let mut encoded = data.encode().map_err(index_err)?;
+    let lexical = LexicalIndex::build(data, FieldWeights::default());
+    encoded.push((DataKind::Lexical, lexical.encode().map_err(index_err)?));
     if let Some((v, _)) = vectors {
         encoded.push((DataKind::Vectors, v.encode().map_err(index_err)?));
     }
@@ -152,4 +156,26 @@ pub fn previous_vectors(dir: &Path) -> Option<VectorIndex> {
             None
         }
     }
+}
+
+/// Read and check the keyword index of an index directory.
+pub fn read_lexical(dir: &Path, manifest: &Manifest) -> Result<LexicalIndex, IndexError> {
+    let path = dir.join(DataKind::Lexical.file_name());
+    let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
+    let err = |source| IndexError::Index {
+        path: path.clone(),
+        source,
+    };
+    manifest
+        .verify_data_file(DataKind::Lexical, &bytes)
+        .map_err(err)?;
+    LexicalIndex::decode(&bytes, manifest.counts.chunks as usize).map_err(err)
+}
+
+/// Load everything retrieval needs from an index directory.
+pub fn load_corpus(dir: &Path) -> Result<(Manifest, Corpus), IndexError> {
+    let (manifest, data) = read_index(dir)?;
+    let vectors = read_vectors(dir, &manifest)?;
+    let lexical = read_lexical(dir, &manifest)?;
+    Ok((manifest, Corpus::new(data, vectors, lexical)))
 }

@@ -67,6 +67,185 @@ fn index_then_inspect() {
     assert!(v.as_array().is_some_and(|a| !a.is_empty()));
 }
 
+fn index_into(out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    bin()
+        .args(["index", fixture().to_str().unwrap(), "--out"])
+        .arg(out)
+        .arg("--quiet")
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Embeddings end to end through the binary: the first run computes every
+/// vector, the second reuses them all, `search` finds halo code, and an
+/// index without vectors is refused by `search` with a clear message.
+#[test]
+fn embeddings_are_reused_and_searchable() {
+    let out = tempfile::tempdir().unwrap();
+    let o = index_into(out.path(), &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let first = String::from_utf8_lossy(&o.stdout).into_owned();
+    let chunks: u64 = first
+        .lines()
+        .find_map(|l| l.strip_prefix("chunks: "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("chunk count");
+    assert!(
+        first.contains(&format!("embeddings: {chunks} computed, 0 reused")),
+        "{first}"
+    );
+    assert!(first.contains("HNSW recall@10"), "{first}");
+
+    let o = index_into(out.path(), &[]);
+    assert!(o.status.success());
+    let second = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        second.contains(&format!("embeddings: 0 computed, {chunks} reused")),
+        "{second}"
+    );
+
+    let o = bin()
+        .args(["search"])
+        .arg(out.path())
+        .args([
+            "how are halo cells exchanged between ranks",
+            "--k",
+            "3",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let hits: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hits = hits.as_array().unwrap();
+    assert_eq!(hits.len(), 3);
+    assert!(
+        hits.iter()
+            .any(|h| h["path"].as_str().unwrap().contains("Halo")),
+        "{hits:?}"
+    );
+
+    // The whole retrieval pipeline, as text and as JSON.
+    let o = bin()
+        .args(["query"])
+        .arg(out.path())
+        .args(["Where is accumulateHalo defined?", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let q: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(q["intent"], "location_lookup");
+    let chunks = q["chunks"].as_array().unwrap();
+    assert!(!chunks.is_empty());
+    for c in chunks {
+        assert!(["primary", "structural_expansion", "supplementary"]
+            .contains(&c["role"].as_str().unwrap()));
+        assert!(c["start_line"].as_u64().is_some() && c["path"].as_str().is_some());
+    }
+    let o = bin()
+        .args(["query"])
+        .arg(out.path())
+        .args(["How are halo cells exchanged?"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("[primary]") && text.contains("gloss:"),
+        "{text}"
+    );
+
+    // Evaluation on a small question file, with the baseline in the same run.
+    let json = out.path().join("eval.json");
+    let questions = fixture().join("../questions/sci-demo.jsonl");
+    let o = bin()
+        .args(["eval"])
+        .arg(out.path())
+        .arg("--questions")
+        .arg(&questions)
+        .arg("--json")
+        .arg(&json)
+        .args(["--baseline", "bm25-files"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("overall") && text.contains("bm25-files") && text.contains("p95"),
+        "{text}"
+    );
+    let e: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for key in [
+        "hit@1",
+        "hit@5",
+        "hit@10",
+        "all_gold@1",
+        "all_gold@5",
+        "all_gold@10",
+        "context_recall",
+        "mrr",
+        "context_files",
+        "context_tokens",
+        "nugget_recall",
+    ] {
+        assert!(e["metrics"]["overall"].get(key).is_some(), "missing {key}");
+    }
+    assert!(e["metrics"]["by_category"]["location_lookup"].is_object());
+    assert_eq!(e["questions"].as_array().unwrap().len(), 5);
+    assert!(e["questions"][0]["files"].is_array());
+    assert!(e["baseline"]["metrics"]["overall"]["hit@5"].is_number());
+    let o = bin()
+        .args(["eval"])
+        .arg(out.path())
+        .arg("--questions")
+        .arg(&questions)
+        .args(["--field", "alt", "--split", "test"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "fx_004 has no `alt` field");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no string field"));
+
+    let o = index_into(out.path(), &["--no-embed"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("embeddings: none"));
+    assert!(!out.path().join("vectors.bin").exists());
+    let o = bin()
+        .args(["search"])
+        .arg(out.path())
+        .arg("halo")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has no vectors"));
+    // Without vectors, query still works on keywords and structure.
+    let o = bin()
+        .args(["query"])
+        .arg(out.path())
+        .arg("halo exchange")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("dense search off"));
+}
+
+#[test]
+fn a_missing_embedding_model_stops_early_with_what_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("codegloss.toml");
+    std::fs::write(&cfg, "[embedding]\nmodel = \"/nonexistent/model.onnx\"\n").unwrap();
+    let out = dir.path().join("index");
+    let o = index_into(&out, &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("/nonexistent/model.onnx") && e.contains("cargo xtask models"),
+        "{e}"
+    );
+    assert!(!out.join("manifest.json").exists(), "nothing half-written");
+}
+
 #[test]
 fn errors_are_clear_and_non_zero() {
     let o = bin()
@@ -95,6 +274,9 @@ fn help_everywhere() {
         vec!["--help"],
         vec!["index", "--help"],
         vec!["inspect", "--help"],
+        vec!["search", "--help"],
+        vec!["query", "--help"],
+        vec!["eval", "--help"],
     ] {
         let o = bin().args(&args).output().unwrap();
         assert!(o.status.success());

@@ -1,0 +1,460 @@
+//! Keyword search: a code-aware tokenizer and a BM25 inverted index over
+//! chunks (hybrid retrieval; the paper's pipeline had dense search only).
+//!
+//! The tokenizer keeps every identifier whole (lower-cased) and also splits
+//! it into its camelCase / PascalCase / snake_case / digit parts, and splits
+//! `::`, `.` and `->` paths into their components. Parts get a light English
+//! stemming (plural and `-ing`/`-ed` endings); whole identifiers do not, so
+//! `ParticleAttrib` matches "particle attributes" through its parts and
+//! `particleattrib` exactly through the whole.
+//!
+//! The index scores BM25F-style: each field (symbol, path, gloss, code) adds
+//! its term frequency times a field weight.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CoreError;
+use crate::format::IndexData;
+use crate::format::{decode_data_file, encode_data_file, DataKind};
+
+/// Words too common in questions and prose to help ranking.
+const STOPWORDS: &[&str] = &[
+    "a",
+    "an",
+    "and",
+    "are",
+    "as",
+    "at",
+    "be",
+    "by",
+    "can",
+    "do",
+    "does",
+    "for",
+    "from",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "of",
+    "on",
+    "or",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "this",
+    "to",
+    "used",
+    "use",
+    "uses",
+    "using",
+    "via",
+    "was",
+    "what",
+    "when",
+    "where",
+    "which",
+    "who",
+    "why",
+    "with",
+    "within",
+    "would",
+    "you",
+    "your",
+    "we",
+    "our",
+    "will",
+    "should",
+    "has",
+    "have",
+    "been",
+    "being",
+    "not",
+    "no",
+    "all",
+    "any",
+    "each",
+    "other",
+    "between",
+    "about",
+    "also",
+    "than",
+    "so",
+    "such",
+    "they",
+    "he",
+    "she",
+    "explain",
+    "describe",
+    "role",
+    "purpose",
+    "work",
+    "works",
+    "happen",
+    "happens",
+    "way",
+    "code",
+    "file",
+    "files",
+    "function",
+    "functions",
+    "class",
+    "classes",
+    "method",
+    "methods",
+];
+
+/// Light English stemming of a lower-case word part: plural `-ies`, `-es`,
+/// `-s`, and `-ing`, `-ed` endings on longer words, then a final `e`, so
+/// that "exchange", "exchanges", "exchanged" and "exchanging" meet.
+pub fn stem(word: &str) -> String {
+    let s = strip_suffixes(word);
+    match s.strip_suffix('e') {
+        Some(t) if t.len() >= 4 && word.bytes().all(|b| b.is_ascii_lowercase()) => t.to_string(),
+        _ => s,
+    }
+}
+
+fn strip_suffixes(word: &str) -> String {
+    let w = word;
+    if w.len() <= 3 || !w.bytes().all(|b| b.is_ascii_lowercase()) {
+        return w.to_string();
+    }
+    if let Some(s) = w.strip_suffix("ies") {
+        if s.len() >= 2 {
+            return format!("{s}y");
+        }
+    }
+    for suffix in ["sses", "shes", "ches", "xes"] {
+        if let Some(s) = w.strip_suffix(suffix) {
+            return format!("{s}{}", &suffix[..suffix.len() - 2]);
+        }
+    }
+    if w.ends_with("ss") || w.ends_with("us") || w.ends_with("is") {
+        return w.to_string();
+    }
+    if let Some(s) = w.strip_suffix('s') {
+        return s.to_string();
+    }
+    if w.len() > 5 {
+        if let Some(s) = w.strip_suffix("ing") {
+            return undouble(s);
+        }
+        if let Some(s) = w.strip_suffix("ed") {
+            return undouble(s);
+        }
+    }
+    w.to_string()
+}
+
+fn undouble(s: &str) -> String {
+    let b = s.as_bytes();
+    if b.len() >= 2
+        && b[b.len() - 1] == b[b.len() - 2]
+        && !matches!(b[b.len() - 1], b'l' | b's' | b'z')
+    {
+        s[..s.len() - 1].to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// Parts of one identifier: camelCase, PascalCase (with acronyms),
+/// snake_case and digit boundaries, lower-cased.
+pub fn identifier_parts(ident: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for piece in ident.split('_').filter(|p| !p.is_empty()) {
+        let chars: Vec<char> = piece.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (chars[i - 1], chars[i]);
+            let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+            let boundary = (prev.is_lowercase() && cur.is_uppercase())
+                || (prev.is_uppercase() && cur.is_uppercase() && next_lower)
+                || (prev.is_alphabetic() && cur.is_ascii_digit())
+                || (prev.is_ascii_digit() && cur.is_alphabetic());
+            if boundary {
+                parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                start = i;
+            }
+        }
+        parts.push(chars[start..].iter().collect::<String>().to_lowercase());
+    }
+    parts
+}
+
+/// Tokens of a text for indexing or querying: whole identifiers (lower
+/// case) plus their stemmed parts, stopwords and one-character parts
+/// dropped. `::`, `.`, `->` and every other non-identifier character
+/// separate tokens.
+pub fn tokenize(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for ident in text
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|s| !s.is_empty())
+    {
+        let lower = ident.to_lowercase();
+        let parts = identifier_parts(ident);
+        if parts.len() > 1 && !STOPWORDS.contains(&lower.as_str()) {
+            out.push(lower);
+        }
+        for p in parts {
+            if p.len() < 2
+                || STOPWORDS.contains(&p.as_str())
+                || p.bytes().all(|b| b.is_ascii_digit())
+            {
+                continue;
+            }
+            out.push(stem(&p));
+        }
+    }
+    out
+}
+
+/// Field weights of the keyword index.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct FieldWeights {
+    /// Symbol name and parent symbol.
+    pub symbol: f32,
+    /// Path (folders and file name).
+    pub path: f32,
+    /// Gloss and section path.
+    pub gloss: f32,
+    /// Code or documentation text.
+    pub code: f32,
+}
+
+impl Default for FieldWeights {
+    fn default() -> Self {
+        FieldWeights {
+            symbol: 3.0,
+            path: 2.0,
+            gloss: 1.0,
+            code: 1.0,
+        }
+    }
+}
+
+/// BM25 parameters.
+pub const K1: f32 = 1.2;
+/// BM25 length normalisation.
+pub const B: f32 = 0.75;
+
+/// `lexical.bin`: the BM25 inverted index over chunks.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct LexicalIndex {
+    /// Field weights used when building.
+    pub weights: FieldWeights,
+    /// Sorted vocabulary.
+    pub terms: Vec<String>,
+    /// Per term: `(chunk, weighted term frequency × 8)`, by chunk id.
+    pub postings: Vec<Vec<(u32, u16)>>,
+    /// Per chunk: weighted length × 8.
+    pub doc_len: Vec<u32>,
+}
+
+/// One keyword hit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LexicalHit {
+    /// Chunk id.
+    pub chunk: u32,
+    /// BM25 score.
+    pub score: f32,
+}
+
+impl LexicalIndex {
+    /// Build over every chunk of an index.
+    pub fn build(data: &IndexData, weights: FieldWeights) -> Self {
+        use std::collections::BTreeMap;
+        let mut map: BTreeMap<String, Vec<(u32, u16)>> = BTreeMap::new();
+        let mut doc_len = Vec::with_capacity(data.chunks.len());
+        for c in &data.chunks {
+            let gloss = data
+                .entities
+                .get(c.entity as usize)
+                .map_or("", |e| e.gloss.text.as_str());
+            let mut tf: BTreeMap<String, f32> = BTreeMap::new();
+            let mut len = 0f32;
+            let fields: [(String, f32); 4] = [
+                (
+                    format!("{} {}", c.symbol_name, c.parent_symbol),
+                    weights.symbol,
+                ),
+                (c.path.clone(), weights.path),
+                (
+                    format!("{} {}", gloss, c.section_path.as_deref().unwrap_or("")),
+                    weights.gloss,
+                ),
+                (c.code.clone(), weights.code),
+            ];
+            for (text, w) in &fields {
+                for t in tokenize(text) {
+                    *tf.entry(t).or_default() += w;
+                    len += w;
+                }
+            }
+            doc_len.push((len * 8.0).round() as u32);
+            for (t, f) in tf {
+                map.entry(t)
+                    .or_default()
+                    .push((c.id, (f * 8.0).round().min(f32::from(u16::MAX)) as u16));
+            }
+        }
+        let (terms, postings) = map.into_iter().unzip();
+        LexicalIndex {
+            weights,
+            terms,
+            postings,
+            doc_len,
+        }
+    }
+
+    /// Encode as the `lexical.bin` data file.
+    pub fn encode(&self) -> Result<Vec<u8>, CoreError> {
+        encode_data_file(DataKind::Lexical, self)
+    }
+
+    /// Decode and check a `lexical.bin` data file against the chunk count.
+    pub fn decode(bytes: &[u8], chunks: usize) -> Result<Self, CoreError> {
+        let v: LexicalIndex =
+            decode_data_file(DataKind::Lexical.file_name(), DataKind::Lexical, bytes)?;
+        let bad = |message: String| CoreError::Inconsistent {
+            file: DataKind::Lexical.file_name().into(),
+            message,
+        };
+        if v.terms.len() != v.postings.len() || v.doc_len.len() != chunks {
+            return Err(bad(format!(
+                "{} terms, {} posting lists, {} document lengths for {chunks} chunks",
+                v.terms.len(),
+                v.postings.len(),
+                v.doc_len.len()
+            )));
+        }
+        if v.terms.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(bad("vocabulary is not sorted".into()));
+        }
+        if v.postings
+            .iter()
+            .flatten()
+            .any(|(c, _)| *c as usize >= chunks)
+        {
+            return Err(bad("a posting names a chunk outside the table".into()));
+        }
+        Ok(v)
+    }
+
+    fn term_id(&self, term: &str) -> Option<usize> {
+        self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok()
+    }
+
+    /// Number of chunks that contain a term.
+    pub fn doc_freq(&self, term: &str) -> usize {
+        self.term_id(term).map_or(0, |i| self.postings[i].len())
+    }
+
+    /// Inverse document frequency of a term (BM25+ style, never negative).
+    pub fn idf(&self, term: &str) -> f32 {
+        let n = self.doc_len.len() as f32;
+        let df = self.doc_freq(term) as f32;
+        ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
+    }
+
+    /// Scores of every chunk for a tokenised query (repeated query terms
+    /// count once), optionally restricted by `allow`.
+    pub fn scores(&self, query: &[String]) -> Vec<f32> {
+        let mut scores = vec![0f32; self.doc_len.len()];
+        if self.doc_len.is_empty() {
+            return scores;
+        }
+        let avg = self.doc_len.iter().map(|&l| f64::from(l)).sum::<f64>() as f32
+            / self.doc_len.len() as f32;
+        let mut seen: Vec<&str> = Vec::new();
+        for t in query {
+            if seen.contains(&t.as_str()) {
+                continue;
+            }
+            seen.push(t);
+            let Some(id) = self.term_id(t) else {
+                continue;
+            };
+            let idf = self.idf(t);
+            for &(chunk, tf8) in &self.postings[id] {
+                let tf = f32::from(tf8) / 8.0;
+                let len = self.doc_len[chunk as usize] as f32;
+                let norm = K1 * (1.0 - B + B * len / avg.max(1.0));
+                scores[chunk as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
+            }
+        }
+        scores
+    }
+
+    /// Top `k` chunks for a query text, ties by chunk id.
+    pub fn search(&self, query: &str, k: usize) -> Vec<LexicalHit> {
+        let scores = self.scores(&tokenize(query));
+        let mut hits: Vec<LexicalHit> = scores
+            .into_iter()
+            .enumerate()
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(i, score)| LexicalHit {
+                chunk: i as u32,
+                score,
+            })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+        hits.truncate(k);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_and_stay_whole() {
+        assert_eq!(identifier_parts("fillHalo"), vec!["fill", "halo"]);
+        assert_eq!(
+            identifier_parts("FFTPeriodicPoissonSolver"),
+            vec!["fft", "periodic", "poisson", "solver"]
+        );
+        assert_eq!(
+            identifier_parts("halo_cells_3d"),
+            vec!["halo", "cells", "3", "d"]
+        );
+        let t = tokenize("ippl::BareField<T, Dim>::fillHalo() and particles->R");
+        for want in [
+            "ippl",
+            "barefield",
+            "bare",
+            "field",
+            "fillhalo",
+            "fill",
+            "halo",
+        ] {
+            assert!(t.contains(&want.to_string()), "{want} missing from {t:?}");
+        }
+        assert!(t.contains(&stem("particles")), "{t:?}");
+        assert!(!t.contains(&"and".to_string()));
+    }
+
+    #[test]
+    fn light_stemming() {
+        assert_eq!(stem("particles"), stem("particle"));
+        assert_eq!(stem("boundaries"), "boundary");
+        assert_eq!(stem("classes"), "class");
+        for w in ["exchange", "exchanges", "exchanged", "exchanging"] {
+            assert_eq!(stem(w), "exchang", "{w}");
+        }
+        assert_eq!(stem("status"), "status");
+        assert_eq!(stem("Kokkos"), "Kokkos");
+        assert_eq!(stem("mesh"), "mesh");
+    }
+}

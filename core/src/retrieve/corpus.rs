@@ -1,0 +1,183 @@
+//! A loaded index with the lookup tables retrieval needs: chunks per
+//! entity, file names and base names, symbol and module names, graph
+//! adjacency, and the vocabulary of callable names. Built once after
+//! loading (natively or in the browser), in linear time.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::format::IndexData;
+use crate::lexical::{identifier_parts, stem, LexicalIndex};
+use crate::model::{EdgeKind, EntityKind};
+use crate::vectors::VectorIndex;
+
+/// Index data plus lookups.
+pub struct Corpus {
+    /// The index tables.
+    pub data: IndexData,
+    /// Chunk vectors, when the index has them.
+    pub vectors: Option<VectorIndex>,
+    /// Dequantised vectors by chunk id (empty without vectors).
+    pub chunk_vectors: Vec<Vec<f32>>,
+    /// Keyword index.
+    pub lexical: LexicalIndex,
+    /// Chunk ids per entity, in part order.
+    pub chunks_of_entity: Vec<Vec<u32>>,
+    /// File-level entity per file id.
+    pub file_entity: Vec<Option<u32>>,
+    /// Lower-case file name → file ids.
+    pub by_file_name: BTreeMap<String, Vec<u32>>,
+    /// Lower-case base name (no extension) → file ids.
+    pub by_base_name: BTreeMap<String, Vec<u32>>,
+    /// Symbol name → entity ids (code symbols only).
+    pub by_symbol: BTreeMap<String, Vec<u32>>,
+    /// Lower-case symbol name → entity ids.
+    pub by_symbol_lower: BTreeMap<String, Vec<u32>>,
+    /// Lower-case module name (last folder) → module entity ids.
+    pub by_module: BTreeMap<String, Vec<u32>>,
+    /// Outgoing edges per entity: `(kind, to)`.
+    pub out_edges: Vec<Vec<(EdgeKind, u32)>>,
+    /// Incoming edges per entity: `(kind, from)`.
+    pub in_edges: Vec<Vec<(EdgeKind, u32)>>,
+    /// Call chain entity per callable.
+    pub call_chain_of: BTreeMap<u32, u32>,
+    /// Stemmed parts of callable names: the index's own action vocabulary.
+    pub callable_vocabulary: BTreeSet<String>,
+}
+
+impl Corpus {
+    /// Build the lookups. `lexical` must have been built over `data`.
+    pub fn new(data: IndexData, vectors: Option<VectorIndex>, lexical: LexicalIndex) -> Self {
+        let ne = data.entities.len();
+        let mut chunks_of_entity = vec![Vec::new(); ne];
+        for c in &data.chunks {
+            chunks_of_entity[c.entity as usize].push(c.id);
+        }
+        let mut file_entity = vec![None; data.files.len()];
+        let mut by_symbol: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        let mut by_symbol_lower: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        let mut by_module: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        let mut callable_vocabulary = BTreeSet::new();
+        for e in &data.entities {
+            match e.kind {
+                EntityKind::File => {
+                    if let Some(f) = e.file {
+                        file_entity[f as usize] = Some(e.id);
+                    }
+                }
+                EntityKind::Module => {
+                    let last = e.name.rsplit('/').next().unwrap_or(&e.name).to_lowercase();
+                    by_module.entry(last).or_default().push(e.id);
+                }
+                EntityKind::CallChain | EntityKind::DocSection => {}
+                k => {
+                    let base = e
+                        .name
+                        .split('<')
+                        .next()
+                        .unwrap_or(&e.name)
+                        .trim()
+                        .to_string();
+                    by_symbol_lower
+                        .entry(base.to_lowercase())
+                        .or_default()
+                        .push(e.id);
+                    by_symbol.entry(base.clone()).or_default().push(e.id);
+                    if k.is_callable() {
+                        for p in identifier_parts(&base) {
+                            if p.len() >= 3 {
+                                callable_vocabulary.insert(stem(&p));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut by_file_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        let mut by_base_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for f in &data.files {
+            let name = f.path.rsplit('/').next().unwrap_or(&f.path).to_lowercase();
+            let base = match name.rfind('.') {
+                Some(k) if k > 0 => name[..k].to_string(),
+                _ => name.clone(),
+            };
+            by_file_name.entry(name).or_default().push(f.id);
+            by_base_name.entry(base).or_default().push(f.id);
+        }
+        let mut out_edges = vec![Vec::new(); ne];
+        let mut in_edges = vec![Vec::new(); ne];
+        let mut call_chain_of = BTreeMap::new();
+        for e in &data.edges {
+            out_edges[e.from as usize].push((e.kind, e.to));
+            in_edges[e.to as usize].push((e.kind, e.from));
+            if e.kind == EdgeKind::Summarizes
+                && data.entities[e.from as usize].kind == EntityKind::CallChain
+            {
+                call_chain_of.insert(e.to, e.from);
+            }
+        }
+        let chunk_vectors = vectors
+            .as_ref()
+            .map(|v| v.all_vectors())
+            .unwrap_or_default();
+        Corpus {
+            data,
+            vectors,
+            chunk_vectors,
+            lexical,
+            chunks_of_entity,
+            file_entity,
+            by_file_name,
+            by_base_name,
+            by_symbol,
+            by_symbol_lower,
+            by_module,
+            out_edges,
+            in_edges,
+            call_chain_of,
+            callable_vocabulary,
+        }
+    }
+
+    /// Whether a name (any case) names a namespace of the index: such a
+    /// name qualifies everything and anchors nothing.
+    pub fn is_namespace(&self, name: &str) -> bool {
+        self.by_symbol_lower
+            .get(&name.to_lowercase())
+            .is_some_and(|ids| {
+                ids.iter()
+                    .any(|&e| self.data.entities[e as usize].kind == EntityKind::Namespace)
+            })
+    }
+
+    /// The first chunk of an entity.
+    pub fn first_chunk(&self, entity: u32) -> Option<u32> {
+        self.chunks_of_entity
+            .get(entity as usize)
+            .and_then(|v| v.first().copied())
+    }
+
+    /// The file-level chunk of a file.
+    pub fn file_chunk(&self, file: u32) -> Option<u32> {
+        self.file_entity
+            .get(file as usize)
+            .copied()
+            .flatten()
+            .and_then(|e| self.first_chunk(e))
+    }
+
+    /// File id of a chunk's entity, when it has one.
+    pub fn file_of_chunk(&self, chunk: u32) -> Option<u32> {
+        let c = self.data.chunks.get(chunk as usize)?;
+        self.data.entities.get(c.entity as usize)?.file
+    }
+
+    /// Squared L2 distance between a query vector and a chunk's vector.
+    pub fn distance(&self, query: Option<&[f32]>, chunk: u32) -> Option<f32> {
+        let q = query?;
+        let v = self.chunk_vectors.get(chunk as usize)?;
+        if v.len() != q.len() {
+            return None;
+        }
+        Some(q.iter().zip(v).map(|(a, b)| (a - b) * (a - b)).sum())
+    }
+}

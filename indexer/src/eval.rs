@@ -1,0 +1,164 @@
+//! Retrieval evaluation over a question file (the format of
+//! `bench/README.md`): per question the ranked distinct files of the final
+//! context, and per category and overall hit@k, all_gold@k,
+//! context_recall, MRR, context_files and context_tokens. The output JSON
+//! shape is fixed by that README, because other tools read it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::IndexError;
+
+/// One benchmark question (extra fields are ignored; nuggets are optional).
+#[derive(Deserialize, Clone, Debug)]
+pub struct Question {
+    /// Identifier.
+    pub id: String,
+    /// Category.
+    #[serde(default)]
+    pub category: String,
+    /// The question text.
+    pub question: String,
+    /// `dev` or `test`.
+    #[serde(default)]
+    pub split: Option<String>,
+    /// Files with the primary evidence.
+    #[serde(default)]
+    pub gold_files: Vec<String>,
+    /// Other fields, kept for `--field`.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Read a JSON-lines question file (blank lines and `#` comments skipped).
+pub fn read_questions(path: &std::path::Path) -> Result<Vec<Question>, IndexError> {
+    let text = std::fs::read_to_string(path).map_err(|e| IndexError::io(path, e))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let q: Question = serde_json::from_str(line).map_err(|e| IndexError::Config {
+            path: path.to_path_buf(),
+            message: format!("line {}: {e}", i + 1),
+        })?;
+        out.push(q);
+    }
+    Ok(out)
+}
+
+/// Metrics of one question.
+#[derive(Serialize, Clone, Debug, Default, PartialEq)]
+pub struct Scores {
+    /// `hit@1`.
+    pub hit1: f64,
+    /// `hit@5`.
+    pub hit5: f64,
+    /// `hit@10`.
+    pub hit10: f64,
+    /// `all_gold@1`.
+    pub all1: f64,
+    /// `all_gold@5`.
+    pub all5: f64,
+    /// `all_gold@10`.
+    pub all10: f64,
+    /// Share of gold files anywhere in the context.
+    pub recall: f64,
+    /// Reciprocal rank of the first gold file.
+    pub mrr: f64,
+    /// Distinct files in the context.
+    pub files: f64,
+    /// Estimated context tokens.
+    pub tokens: f64,
+}
+
+/// Score a ranked file list against gold files.
+pub fn score(files: &[&str], gold: &[String], tokens: usize) -> Scores {
+    let pos = |g: &String| files.iter().position(|f| f == g);
+    let hit = |k: usize| f64::from(u8::from(gold.iter().any(|g| pos(g).is_some_and(|p| p < k))));
+    let all = |k: usize| {
+        f64::from(u8::from(
+            !gold.is_empty() && gold.iter().all(|g| pos(g).is_some_and(|p| p < k)),
+        ))
+    };
+    let present = gold.iter().filter(|g| pos(g).is_some()).count();
+    let first = gold.iter().filter_map(pos).min();
+    Scores {
+        hit1: hit(1),
+        hit5: hit(5),
+        hit10: hit(10),
+        all1: all(1),
+        all5: all(5),
+        all10: all(10),
+        recall: if gold.is_empty() {
+            0.0
+        } else {
+            present as f64 / gold.len() as f64
+        },
+        mrr: first.map_or(0.0, |p| 1.0 / (p as f64 + 1.0)),
+        files: files.len() as f64,
+        tokens: tokens as f64,
+    }
+}
+
+/// Mean of scores, in the README's key names.
+pub fn summary(items: &[&Scores]) -> serde_json::Value {
+    let n = items.len().max(1) as f64;
+    let m = |f: fn(&Scores) -> f64| {
+        let v = items.iter().map(|s| f(s)).sum::<f64>() / n;
+        (v * 10_000.0).round() / 10_000.0
+    };
+    serde_json::json!({
+        "hit@1": m(|s| s.hit1), "hit@5": m(|s| s.hit5), "hit@10": m(|s| s.hit10),
+        "all_gold@1": m(|s| s.all1), "all_gold@5": m(|s| s.all5), "all_gold@10": m(|s| s.all10),
+        "context_recall": m(|s| s.recall), "mrr": m(|s| s.mrr),
+        "context_files": m(|s| s.files), "context_tokens": m(|s| s.tokens),
+        "nugget_recall": serde_json::Value::Null,
+        "questions": items.len(),
+    })
+}
+
+/// Overall and per-category metrics.
+pub fn metrics(questions: &[Question], scores: &[Scores]) -> serde_json::Value {
+    let all: Vec<&Scores> = scores.iter().collect();
+    let mut by_cat: BTreeMap<&str, Vec<&Scores>> = BTreeMap::new();
+    for (q, s) in questions.iter().zip(scores) {
+        by_cat.entry(q.category.as_str()).or_default().push(s);
+    }
+    let cats: serde_json::Map<String, serde_json::Value> = by_cat
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), summary(&v)))
+        .collect();
+    serde_json::json!({"overall": summary(&all), "by_category": cats})
+}
+
+/// p-th percentile (nearest rank) of a sample.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_follow_the_readme_definitions() {
+        let gold = vec!["a.h".to_string(), "b.cpp".to_string()];
+        let s = score(&["x", "a.h", "y", "z", "w", "v", "b.cpp"], &gold, 100);
+        assert_eq!((s.hit1, s.hit5, s.hit10), (0.0, 1.0, 1.0));
+        assert_eq!((s.all1, s.all5, s.all10), (0.0, 0.0, 1.0));
+        assert_eq!(s.recall, 1.0);
+        assert_eq!(s.mrr, 0.5);
+        assert_eq!(s.files, 7.0);
+        let none = score(&["x"], &gold, 0);
+        assert_eq!((none.hit10, none.recall, none.mrr), (0.0, 0.0, 0.0));
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.0);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 95.0), 4.0);
+    }
+}
