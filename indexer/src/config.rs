@@ -349,6 +349,25 @@ mod tests {
     }
 
     #[test]
+    fn retrieval_and_embedding_sections_parse() {
+        let c = Config::parse(
+            "[retrieval]\nk = 5\nfusion = \"rrf\"\n[embedding]\npooling = \"cls\"\nquantization = \"f32\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.retrieval.k, 5);
+        assert_eq!(c.retrieval.fusion, codegloss_core::retrieve::Fusion::Rrf);
+        assert_eq!(c.retrieval.candidate_k, 20);
+        assert_eq!(c.embedding.pooling, Pooling::Cls);
+        assert_eq!(c.embedding.quantization, Quantization::F32);
+        assert!(Config::parse("[retrieval]\nk_typo = 1\n").is_err());
+        // Machine paths and retrieval settings do not change the hash.
+        let mut d = Config::default();
+        d.embedding.model = Some("/somewhere/model.onnx".into());
+        d.retrieval.k = 3;
+        assert_eq!(d.hash(), Config::default().hash());
+    }
+
+    #[test]
     fn unknown_keys_are_rejected() {
         let err = Config::parse("[chunk]\nmax_tokenz = 1\n").unwrap_err();
         assert!(err.contains("max_tokenz"), "{err}");

@@ -37,7 +37,7 @@ enum Cmd {
         #[command(subcommand)]
         which: Bench,
     },
-    /// Index the bundled example (tests/fixtures/sci-demo) and inspect a symbol.
+    /// Index the bundled example (tests/fixtures/sci-demo), inspect a symbol and answer a retrieval query.
     Demo {
         /// Where to write the index.
         #[arg(long, default_value = "target/demo-index")]
@@ -249,6 +249,19 @@ fn demo(out: &Path) -> Result<()> {
         &out_s,
         "--symbol",
         "BareField::fillHalo",
+    ]))?;
+    run(cargo().args([
+        "run",
+        "--release",
+        "--quiet",
+        "-p",
+        "codegloss-indexer",
+        "--bin",
+        "codegloss",
+        "--",
+        "query",
+        &out_s,
+        "How are the halo cells of a field exchanged between ranks?",
     ]))
 }
 
