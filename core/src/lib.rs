@@ -12,6 +12,7 @@
 //! - `ort`, `tree-sitter` and other native-only crates never enter its
 //!   dependency tree.
 
+pub mod answer;
 pub mod embed;
 pub mod error;
 pub mod format;

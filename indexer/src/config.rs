@@ -32,6 +32,8 @@ pub struct Config {
     /// Online retrieval (used by `query` and `eval`; the browser reads the
     /// same values from the manifest).
     pub retrieval: RetrievalSettings,
+    /// The answer model (used by `ask` and `eval --answer`).
+    pub answer: crate::llm::AnswerConfig,
 }
 
 /// Which files are indexed and how they are classified.
@@ -322,6 +324,7 @@ impl Config {
         canonical.embedding.device = Device::Auto;
         // Retrieval settings do not change the index content.
         canonical.retrieval = RetrievalSettings::default();
+        canonical.answer = crate::llm::AnswerConfig::default();
         let json = serde_json::to_string(&canonical).expect("config serialises");
         codegloss_core::format::sha256_hex(json.as_bytes())
     }

@@ -60,6 +60,15 @@ pub enum IndexError {
         /// What went wrong.
         message: String,
     },
+    /// The answer model server failed (unreachable, HTTP error, timeout,
+    /// malformed data).
+    #[error("answer server {url}: {message}")]
+    Llm {
+        /// Base URL of the server.
+        url: String,
+        /// What happened.
+        message: String,
+    },
     /// The index on disk could not be read.
     #[error("{path}: {source}")]
     Index {

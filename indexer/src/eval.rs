@@ -26,9 +26,75 @@ pub struct Question {
     /// Files with the primary evidence.
     #[serde(default)]
     pub gold_files: Vec<String>,
+    /// Atomic facts a correct answer states (dev split).
+    #[serde(default)]
+    pub nuggets: Vec<Nugget>,
     /// Other fields, kept for `--field`.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// One fact of a reference answer, present when any pattern matches.
+#[derive(Deserialize, Clone, Debug)]
+pub struct Nugget {
+    /// The fact in words.
+    #[serde(default)]
+    pub fact: String,
+    /// Regular expressions (case-insensitive); any match counts.
+    #[serde(default)]
+    pub any: Vec<String>,
+}
+
+/// Share of a question's nuggets present in an answer, or none when the
+/// question has no nuggets. A pattern that does not compile is an error.
+pub fn nugget_recall(answer: &str, nuggets: &[Nugget]) -> Result<Option<f64>, String> {
+    if nuggets.is_empty() {
+        return Ok(None);
+    }
+    let mut present = 0;
+    for n in nuggets {
+        let mut hit = false;
+        for p in &n.any {
+            let re = regex::RegexBuilder::new(p)
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| format!("nugget pattern {p:?}: {e}"))?;
+            if re.is_match(answer) {
+                hit = true;
+                break;
+            }
+        }
+        if hit {
+            present += 1;
+        }
+    }
+    Ok(Some(present as f64 / nuggets.len() as f64))
+}
+
+/// Mean nugget recall overall and per category over answered questions
+/// that have nuggets.
+pub fn nugget_summary(rows: &[(String, Option<f64>)]) -> serde_json::Value {
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::json!(
+                ((v.iter().sum::<f64>() / v.len() as f64) * 10_000.0).round() / 10_000.0
+            )
+        }
+    };
+    let all: Vec<f64> = rows.iter().filter_map(|(_, r)| *r).collect();
+    let mut by: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (c, r) in rows {
+        if let Some(r) = r {
+            by.entry(c.as_str()).or_default().push(*r);
+        }
+    }
+    serde_json::json!({
+        "overall": mean(&all),
+        "questions": all.len(),
+        "by_category": by.iter().map(|(k, v)| (k.to_string(), mean(v))).collect::<serde_json::Map<_, _>>(),
+    })
 }
 
 /// Read a JSON-lines question file (blank lines and `#` comments skipped).
@@ -156,6 +222,33 @@ mod tests {
         assert_eq!(s.recall, 1.0);
         assert_eq!(s.mrr, 0.5);
         assert_eq!(s.files, 7.0);
+        let nuggets = vec![
+            Nugget {
+                fact: "a".into(),
+                any: vec!["mpi::Environment".into(), r"\bEnv\b".into()],
+            },
+            Nugget {
+                fact: "b".into(),
+                any: vec!["--(help|info)".into()],
+            },
+        ];
+        assert_eq!(
+            nugget_recall("it creates an MPI::environment", &nuggets).unwrap(),
+            Some(0.5)
+        );
+        assert_eq!(
+            nugget_recall("Env and --info", &nuggets).unwrap(),
+            Some(1.0)
+        );
+        assert_eq!(nugget_recall("x", &[]).unwrap(), None);
+        assert!(nugget_recall(
+            "x",
+            &[Nugget {
+                fact: String::new(),
+                any: vec!["(".into()]
+            }]
+        )
+        .is_err());
         let none = score(&["x"], &gold, 0);
         assert_eq!((none.hit10, none.recall, none.mrr), (0.0, 0.0, 0.0));
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.0);

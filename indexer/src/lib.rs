@@ -17,6 +17,7 @@ pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod gloss;
+pub mod llm;
 pub mod macros;
 pub mod store;
 pub mod vectorize;

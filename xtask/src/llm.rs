@@ -1,0 +1,227 @@
+//! `cargo xtask llm-server`: a real OpenAI-compatible answer server on
+//! loopback, for tests and benchmarks: `llama-cpp-python[server]` serving a
+//! GGUF model that comes out of PyPI wheels (SmolLM2-135M for tests,
+//! Qwen2.5-Coder-1.5B for benchmarks).
+//!
+//! llama-cpp-python is published as source only and takes about 20
+//! minutes to build on two cores, so the built wheel is cached under
+//! `<cache>/wheels` and the server's virtual environment under
+//! `<cache>/llm-venv`; later runs start in seconds. The server's process id
+//! goes to `target/llm-server.pid` so that it can be stopped by pid.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::models::{cache_dir, install_groups};
+
+/// The pinned server package.
+const LLAMA_CPP_PYTHON: &str = "llama-cpp-python==0.3.36";
+
+fn venv_python(cache: &Path) -> PathBuf {
+    cache.join("llm-venv/bin/python")
+}
+
+fn server_importable(python: &Path) -> bool {
+    Command::new(python)
+        .args(["-c", "import llama_cpp.server.app"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn cached_wheel(wheels: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(wheels)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("llama_cpp_python-0.3.36-") && n.ends_with(".whl"))
+        })
+}
+
+/// Make sure the server's virtual environment exists; return its python.
+pub fn ensure_env() -> Result<PathBuf> {
+    let cache = cache_dir()?;
+    let python = venv_python(&cache);
+    if python.is_file() && server_importable(&python) {
+        return Ok(python);
+    }
+    let wheels = cache.join("wheels");
+    std::fs::create_dir_all(&wheels)?;
+    let wheel = match cached_wheel(&wheels) {
+        Some(w) => w,
+        None => {
+            eprintln!(
+                "llm-server: building {LLAMA_CPP_PYTHON} from source (about 20 minutes on 2 cores, once; the wheel is cached in {})",
+                wheels.display()
+            );
+            let status = Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--no-deps",
+                    "--disable-pip-version-check",
+                    "-w",
+                ])
+                .arg(&wheels)
+                .arg(LLAMA_CPP_PYTHON)
+                .env("CMAKE_BUILD_PARALLEL_LEVEL", num_cpus())
+                .env(
+                    "CMAKE_ARGS",
+                    "-DGGML_NATIVE=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF",
+                )
+                .status()
+                .context("running pip wheel")?;
+            if !status.success() {
+                bail!("building {LLAMA_CPP_PYTHON} failed ({status})");
+            }
+            cached_wheel(&wheels).context("pip wheel produced no llama_cpp_python wheel")?
+        }
+    };
+    eprintln!("llm-server: creating {}", cache.join("llm-venv").display());
+    let status = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(cache.join("llm-venv"))
+        .status()
+        .context("python3 -m venv")?;
+    if !status.success() {
+        bail!("python3 -m venv failed ({status})");
+    }
+    let spec = format!("{}[server]", wheel.display());
+    let status = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .arg(&spec)
+        .status()
+        .context("pip install llama-cpp-python[server]")?;
+    if !status.success() || !server_importable(&python) {
+        bail!("installing {spec} failed");
+    }
+    Ok(python)
+}
+
+fn num_cpus() -> String {
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .to_string()
+}
+
+/// The GGUF file of a model name, installed from PyPI.
+pub fn gguf(root: &Path, model: &str) -> Result<PathBuf> {
+    let (group, file) = match model {
+        "smollm2" => ("smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "qwen-coder-1.5b" => ("qwen-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
+        other => bail!("unknown model {other:?} (smollm2 or qwen-coder-1.5b)"),
+    };
+    install_groups(root, &[group])?
+        .into_iter()
+        .find(|p| p.ends_with(file))
+        .with_context(|| format!("{file} not installed"))
+}
+
+fn pid_file(root: &Path) -> PathBuf {
+    root.join("target/llm-server.pid")
+}
+
+/// GET a loopback URL path; true on HTTP 200.
+fn http_ok(port: u16, path: &str) -> bool {
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut buf = [0u8; 16];
+    s.read(&mut buf)
+        .is_ok_and(|n| buf[..n].starts_with(b"HTTP/1.1 200"))
+}
+
+/// Start the server in the background; return its base URL.
+pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<String> {
+    stop(root)?;
+    let python = ensure_env()?;
+    let model_path = gguf(root, model)?;
+    let log_path = root.join("target/llm-server.log");
+    std::fs::create_dir_all(root.join("target"))?;
+    let log = std::fs::File::create(&log_path)?;
+    let child = Command::new(&python)
+        .args(["-m", "llama_cpp.server", "--model"])
+        .arg(&model_path)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--n_threads", &threads.to_string(), "--n_ctx", "4096"])
+        .args(["--model_alias", model])
+        // Queue concurrent requests instead of cutting off the running one
+        // (the default): tests and evaluations send requests in parallel.
+        .args(["--interrupt_requests", "False"])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("starting llama_cpp.server")?;
+    std::fs::write(pid_file(root), child.id().to_string())?;
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(180) {
+        if http_ok(port, "/v1/models") {
+            eprintln!(
+                "llm-server: {model} ready at {url} (pid {}, log {})",
+                child.id(),
+                log_path.display()
+            );
+            return Ok(url);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    stop(root)?;
+    bail!(
+        "the server did not answer on {url} within 180 s; see {}",
+        log_path.display()
+    )
+}
+
+/// Stop a server started by [`start`], by its process id.
+pub fn stop(root: &Path) -> Result<()> {
+    let pf = pid_file(root);
+    let Ok(pid) = std::fs::read_to_string(&pf) else {
+        return Ok(());
+    };
+    let pid = pid.trim().to_string();
+    let _ = Command::new("kill").arg(&pid).status();
+    for _ in 0..50 {
+        let alive = Command::new("kill")
+            .args(["-0", &pid])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !alive {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = Command::new("kill")
+        .args(["-9", &pid])
+        .stderr(Stdio::null())
+        .status();
+    std::fs::remove_file(&pf)?;
+    eprintln!("llm-server: stopped pid {pid}");
+    Ok(())
+}
