@@ -158,12 +158,15 @@ fn http_ok(port: u16, path: &str) -> bool {
 /// Start the server in the background; return its base URL.
 pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<String> {
     stop(root)?;
+    if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        bail!("port {port} is already in use (another server?); stop it or choose --port");
+    }
     let python = ensure_env()?;
     let model_path = gguf(root, model)?;
     let log_path = root.join("target/llm-server.log");
     std::fs::create_dir_all(root.join("target"))?;
     let log = std::fs::File::create(&log_path)?;
-    let child = Command::new(&python)
+    let mut child = Command::new(&python)
         .args(["-m", "llama_cpp.server", "--model"])
         .arg(&model_path)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
@@ -181,6 +184,13 @@ pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<Stri
     let url = format!("http://127.0.0.1:{port}/v1");
     let t = Instant::now();
     while t.elapsed() < Duration::from_secs(180) {
+        if let Ok(Some(status)) = child.try_wait() {
+            let _ = std::fs::remove_file(pid_file(root));
+            bail!(
+                "the server exited during start-up ({status}); see {}",
+                log_path.display()
+            );
+        }
         if http_ok(port, "/v1/models") {
             eprintln!(
                 "llm-server: {model} ready at {url} (pid {}, log {})",
