@@ -200,6 +200,89 @@ pub fn build_context(
     }
 }
 
+/// The context of the `bm25-files` answer baseline: whole files (their
+/// indexed text, in line order), numbered like chunks, filling the same
+/// budget in rank order and cut at line ends. It shares the prompt with
+/// the real pipeline so that only the retrieval differs.
+pub fn file_context(
+    corpus: &Corpus,
+    paths: &[&str],
+    budget: usize,
+    count: &dyn Fn(&str) -> usize,
+) -> Context {
+    let data = &corpus.data;
+    let mut text = String::new();
+    let mut chunks = Vec::new();
+    let mut tokens = 0usize;
+    for path in paths {
+        let mut parts: Vec<&crate::model::Chunk> = data
+            .chunks
+            .iter()
+            .filter(|c| {
+                c.path == *path
+                    && !matches!(
+                        data.entities[c.entity as usize].kind,
+                        EntityKind::File
+                            | EntityKind::Module
+                            | EntityKind::CallChain
+                            | EntityKind::Namespace
+                    )
+            })
+            .collect();
+        parts.sort_by_key(|c| (c.start_line, std::cmp::Reverse(c.end_line)));
+        // Keep outermost chunks only: nested members are inside their class.
+        let mut body: Vec<&str> = Vec::new();
+        let mut covered = 0u32;
+        for c in parts {
+            if c.start_line > covered || c.start_line == 0 {
+                body.push(c.code.as_str());
+                covered = covered.max(c.end_line);
+            }
+        }
+        let n = chunks.len() as u32 + 1;
+        let head = format!("[{n}] {path} (whole file)\n```{}\n", fence_language(path));
+        let lines: Vec<&str> = body.iter().flat_map(|b| b.lines()).collect();
+        let left = budget.saturating_sub(tokens);
+        let (mut lo, mut hi) = (0usize, lines.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if count(&format!("{head}{}\n```\n", lines[..mid].join("\n"))) <= left {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if lo == 0 {
+            break;
+        }
+        let block = format!("{head}{}\n```\n", lines[..lo].join("\n"));
+        tokens += count(&block);
+        text.push_str(&block);
+        text.push('\n');
+        let file_chunk = data
+            .files
+            .iter()
+            .find(|f| f.path == *path)
+            .and_then(|f| corpus.file_chunk(f.id))
+            .unwrap_or(0);
+        chunks.push(ContextChunk {
+            n,
+            chunk: file_chunk,
+            path: path.to_string(),
+            start_line: 1,
+            end_line: lo as u32,
+            symbol: path.to_string(),
+            role: "baseline_file".into(),
+        });
+    }
+    Context {
+        text,
+        chunks,
+        tokens,
+        dropped_for_budget: 0,
+    }
+}
+
 /// Build the context with the conservative token estimate.
 pub fn build_context_estimated(corpus: &Corpus, retrieval: &Retrieval, budget: usize) -> Context {
     build_context(corpus, retrieval, budget, &estimate_tokens)

@@ -139,6 +139,10 @@ enum Command {
         /// (answers already in the `--json` file are kept).
         #[arg(long, requires = "json")]
         answer: bool,
+        /// Context for `--answer`: `pipeline` (default) or `bm25-files` (the
+        /// top 3 files of the BM25 file baseline, cut to the same budget).
+        #[arg(long, default_value = "pipeline")]
+        answer_context: String,
         /// Only score the answers in the `--json` file against the nuggets of `--questions`.
         #[arg(long, requires = "json", conflicts_with = "answer")]
         score: bool,
@@ -259,6 +263,7 @@ fn main() {
             no_vectors,
             split,
             answer,
+            answer_context,
             score,
         } => {
             if score {
@@ -274,6 +279,7 @@ fn main() {
                     no_vectors,
                     split.as_deref(),
                     answer,
+                    &answer_context,
                 )
             }
         }
@@ -837,6 +843,7 @@ fn run_eval(
     no_vectors: bool,
     split: Option<&str>,
     answer: bool,
+    answer_context: &str,
 ) -> Result<()> {
     use codegloss_core::answer::{build_context_estimated, check_citations, RETRIEVAL_ANSWER_V2};
     use codegloss_indexer::{eval, llm};
@@ -886,6 +893,12 @@ fn run_eval(
             }
         }
     }
+    anyhow::ensure!(
+        matches!(answer_context, "pipeline" | "bm25-files"),
+        "unknown --answer-context {answer_context:?} (pipeline or bm25-files)"
+    );
+    let file_baseline =
+        (answer_context == "bm25-files").then(|| retrieve::baseline::FileBaseline::new(&corpus));
     let mut scores = Vec::new();
     let mut per_question: Vec<serde_json::Value> = Vec::new();
     let mut nugget_rows: Vec<(String, Option<f64>)> = Vec::new();
@@ -925,7 +938,18 @@ fn run_eval(
                     row[k] = prev[k].clone();
                 }
             } else {
-                let ctx = build_context_estimated(&corpus, &r, cfg.answer.context_tokens);
+                let ctx = match &file_baseline {
+                    Some(b) => {
+                        let top: Vec<&str> = b.rank(text).into_iter().take(3).collect();
+                        codegloss_core::answer::file_context(
+                            &corpus,
+                            &top,
+                            cfg.answer.context_tokens,
+                            &codegloss_core::text::estimate_tokens,
+                        )
+                    }
+                    None => build_context_estimated(&corpus, &r, cfg.answer.context_tokens),
+                };
                 let messages = RETRIEVAL_ANSWER_V2.render(text, &ctx);
                 let t = Instant::now();
                 match llm::chat(&cfg.answer, &messages, &mut |_| {}) {
@@ -958,6 +982,7 @@ fn run_eval(
                 row["latency_seconds"] = serde_json::json!(t.elapsed().as_secs_f64());
                 row["model"] = serde_json::json!(cfg.answer.model);
                 row["prompt_signature"] = serde_json::json!(RETRIEVAL_ANSWER_V2.signature());
+                row["answer_context"] = serde_json::json!(answer_context);
             }
             nugget_rows.push((q.category.clone(), row["nugget_recall"].as_f64()));
         }

@@ -224,3 +224,47 @@ fn timeouts_and_malformed_streams_are_clear() {
     let e = err_text(chat(&cfg, &msgs, &mut |_| {}));
     assert!(e.contains("no message content"), "{e}");
 }
+
+#[test]
+fn baseline_file_context_fills_the_same_budget_with_whole_lines() {
+    let paths = [
+        "src/Field/BareField.hpp",
+        "src/Field/HaloCells.hpp",
+        "src/Picsim.cpp",
+    ];
+    let ctx = codegloss_core::answer::file_context(
+        corpus(),
+        &paths,
+        600,
+        &codegloss_core::text::estimate_tokens,
+    );
+    assert!(
+        !ctx.chunks.is_empty() && ctx.tokens <= 600,
+        "{}",
+        ctx.tokens
+    );
+    assert_eq!(ctx.chunks[0].path, "src/Field/BareField.hpp");
+    assert_eq!(ctx.chunks[0].n, 1);
+    let file = std::fs::read_to_string(fixture_repo().join("src/Field/BareField.hpp")).unwrap();
+    let body = ctx
+        .text
+        .split("```cpp\n")
+        .nth(1)
+        .unwrap()
+        .split("\n```")
+        .next()
+        .unwrap();
+    for line in body.lines() {
+        assert!(
+            file.lines().any(|l| l == line),
+            "{line:?} is not a whole line of the file"
+        );
+    }
+    let big = codegloss_core::answer::file_context(
+        corpus(),
+        &paths,
+        100_000,
+        &codegloss_core::text::estimate_tokens,
+    );
+    assert_eq!(big.chunks.len(), 3);
+}

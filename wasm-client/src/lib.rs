@@ -1,8 +1,11 @@
 //! # codegloss-wasm
 //!
-//! The browser side of codegloss. It will wrap `codegloss-core` with
-//! wasm-bindgen so that a static page loads the index and runs the same
-//! retrieval as the native CLI (the WebAssembly-client issue fills it).
-//! For now it only proves that `core` links into a wasm32 crate.
+//! The browser side of codegloss: wasm-bindgen over `codegloss-core`, so
+//! that a static page runs the same retrieval, context building and prompt
+//! as the native CLI. So far it provides the answer transport (`fetch`
+//! with streaming server-sent events, through web-sys); loading the index
+//! and the widget come with the WebAssembly-client issue.
 
 pub use codegloss_core::FORMAT_VERSION;
+
+pub mod transport;

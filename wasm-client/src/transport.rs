@@ -1,0 +1,187 @@
+//! The browser transport to an OpenAI-compatible chat-completions endpoint:
+//! `fetch` through web-sys, streaming the response body and parsing its
+//! server-sent events with the same code as the native client
+//! (`codegloss_core::answer`). Works in a page and in a Web Worker (it uses
+//! the global scope's `fetch`). Every failure becomes a JavaScript `Error`
+//! with a message a user can act on.
+
+use codegloss_core::answer::{
+    parse_completion, parse_sse_line, request_body, Message, StreamEvent,
+};
+use js_sys::{Function, Promise, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, Headers, Request, RequestInit, Response};
+
+fn error(base_url: &str, message: impl std::fmt::Display) -> JsValue {
+    js_sys::Error::new(&format!("answer server {base_url}: {message}")).into()
+}
+
+fn get(target: &JsValue, key: &str) -> Result<JsValue, JsValue> {
+    Reflect::get(target, &JsValue::from_str(key))
+}
+
+fn call0(target: &JsValue, method: &str) -> Result<JsValue, JsValue> {
+    get(target, method)?.dyn_into::<Function>()?.call0(target)
+}
+
+/// Answer a chat completion request from the browser.
+///
+/// `messages_json` is the JSON array of `{role, content}` messages (as
+/// built by the shared prompt template). `on_delta` is called with each
+/// piece of streamed text. Resolves to a JSON string
+/// `{"text", "prompt_tokens", "completion_tokens", "streamed"}`.
+#[allow(clippy::too_many_arguments)] // reason: one parameter per setting, as JavaScript passes them
+#[wasm_bindgen(js_name = chatCompletion)]
+pub async fn chat_completion(
+    base_url: String,
+    model: String,
+    api_key: Option<String>,
+    messages_json: String,
+    temperature: f32,
+    max_tokens: u32,
+    timeout_ms: u32,
+    stream: bool,
+    on_delta: Function,
+) -> Result<JsValue, JsValue> {
+    let messages: Vec<Message> = serde_json::from_str(&messages_json)
+        .map_err(|e| js_sys::Error::new(&format!("messages: {e}")))?;
+    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let body = request_body(&model, &messages, temperature, max_tokens, stream).to_string();
+
+    let headers = Headers::new()?;
+    headers.set("Content-Type", "application/json")?;
+    if let Some(key) = api_key.as_deref().filter(|k| !k.is_empty()) {
+        headers.set("Authorization", &format!("Bearer {key}"))?;
+    }
+    let controller = AbortController::new()?;
+    let init = RequestInit::new();
+    init.set_method("POST");
+    init.set_headers(&headers);
+    init.set_body(&JsValue::from_str(&body));
+    init.set_signal(Some(&controller.signal()));
+    let request = Request::new_with_str_and_init(&url, &init)?;
+
+    // Abort after the timeout.
+    let global = js_sys::global();
+    let abort = Closure::once_into_js(move || controller.abort());
+    let set_timeout: Function = get(&global, "setTimeout")?.dyn_into()?;
+    let timer = set_timeout.call2(&global, &abort, &JsValue::from(timeout_ms))?;
+    let clear = move || {
+        if let Ok(f) = get(&js_sys::global(), "clearTimeout").and_then(|f| f.dyn_into::<Function>())
+        {
+            let _ = f.call1(&js_sys::global(), &timer);
+        }
+    };
+
+    let fetch: Function = get(&global, "fetch")?.dyn_into()?;
+    let promise: Promise = fetch.call1(&global, &request)?.dyn_into()?;
+    let response: Response = match JsFuture::from(promise).await {
+        Ok(r) => r.dyn_into()?,
+        Err(e) => {
+            clear();
+            let aborted = get(&e, "name")
+                .ok()
+                .and_then(|n| n.as_string())
+                .is_some_and(|n| n == "AbortError");
+            return Err(if aborted {
+                error(
+                    &base_url,
+                    format!("no answer within {} s (timeout)", timeout_ms / 1000),
+                )
+            } else {
+                error(
+                    &base_url,
+                    "cannot reach the server: is it running, and does it allow this page's origin? (Ollama: set OLLAMA_ORIGINS to this site's origin)",
+                )
+            });
+        }
+    };
+    let result = read_response(&base_url, &url, response, stream, &on_delta).await;
+    clear();
+    result
+}
+
+async fn read_response(
+    base_url: &str,
+    url: &str,
+    response: Response,
+    stream: bool,
+    on_delta: &Function,
+) -> Result<JsValue, JsValue> {
+    let status = response.status();
+    if !response.ok() {
+        let text = JsFuture::from(response.text()?)
+            .await
+            .ok()
+            .and_then(|t| t.as_string())
+            .unwrap_or_default();
+        let excerpt: String = text.chars().take(300).collect();
+        return Err(error(
+            base_url,
+            format!("HTTP {status} from {url}: {excerpt}"),
+        ));
+    }
+    let content_type = response.headers().get("content-type")?.unwrap_or_default();
+    if !stream || !content_type.contains("text/event-stream") {
+        let text = JsFuture::from(response.text()?)
+            .await?
+            .as_string()
+            .unwrap_or_default();
+        let c = parse_completion(&text).map_err(|e| error(base_url, e))?;
+        on_delta.call1(&JsValue::NULL, &JsValue::from_str(&c.text))?;
+        let out = serde_json::json!({"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "streamed": false});
+        return Ok(JsValue::from_str(&out.to_string()));
+    }
+    let body = get(&response, "body")?;
+    if body.is_null() || body.is_undefined() {
+        return Err(error(base_url, "the response has no body"));
+    }
+    let reader = call0(&body, "getReader")?;
+    let mut pending: Vec<u8> = Vec::new();
+    let (mut text, mut prompt, mut completion) = (String::new(), None, None);
+    let mut done = false;
+    loop {
+        let chunk = JsFuture::from(call0(&reader, "read")?.dyn_into::<Promise>()?)
+            .await
+            .map_err(|_| {
+                error(
+                    base_url,
+                    format!(
+                        "the answer stream broke off after {} characters",
+                        text.len()
+                    ),
+                )
+            })?;
+        if get(&chunk, "done")?.as_bool().unwrap_or(true) {
+            break;
+        }
+        let bytes = Uint8Array::new(&get(&chunk, "value")?).to_vec();
+        pending.extend_from_slice(&bytes);
+        while let Some(pos) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=pos).collect();
+            let line = String::from_utf8_lossy(&line);
+            match parse_sse_line(line.trim_end()).map_err(|e| error(base_url, e))? {
+                StreamEvent::Delta(d) => {
+                    on_delta.call1(&JsValue::NULL, &JsValue::from_str(&d))?;
+                    text.push_str(&d);
+                }
+                StreamEvent::Usage {
+                    prompt: p,
+                    completion: c,
+                } => {
+                    prompt = Some(p);
+                    completion = Some(c);
+                }
+                StreamEvent::Done => done = true,
+                StreamEvent::Skip => {}
+            }
+        }
+    }
+    if !done && text.is_empty() {
+        return Err(error(base_url, "the answer stream ended without any data"));
+    }
+    let out = serde_json::json!({"text": text, "prompt_tokens": prompt, "completion_tokens": completion, "streamed": true});
+    Ok(JsValue::from_str(&out.to_string()))
+}
