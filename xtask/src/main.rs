@@ -171,7 +171,7 @@ fn ci() -> Result<()> {
     llm::stop(&root())?;
     let (passed, failed) = tests?;
     run(cargo().args([
-        "check",
+        "clippy",
         "--locked",
         "-p",
         "codegloss-core",
@@ -179,6 +179,9 @@ fn ci() -> Result<()> {
         "codegloss-wasm",
         "--target",
         "wasm32-unknown-unknown",
+        "--",
+        "-D",
+        "warnings",
     ]))?;
     // The GPU build option must keep compiling (it cannot run here).
     run(cargo().args([
