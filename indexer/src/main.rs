@@ -952,7 +952,13 @@ fn run_eval(
                 };
                 let messages = RETRIEVAL_ANSWER_V2.render(text, &ctx);
                 let t = Instant::now();
-                match llm::chat(&cfg.answer, &messages, &mut |_| {}) {
+                // Batch answers need no streaming, and plain responses carry
+                // token usage (llama-cpp-python sends none in streams).
+                let plain = llm::AnswerConfig {
+                    stream: false,
+                    ..cfg.answer.clone()
+                };
+                match llm::chat(&plain, &messages, &mut |_| {}) {
                     Ok(a) => {
                         let report = check_citations(&a.text, &ctx);
                         let nr =

@@ -409,7 +409,7 @@ fn eval_answers_resume_and_score() {
     let cfg = dir.path().join("codegloss.toml");
     std::fs::write(
         &cfg,
-        format!("[answer]\nbase_url = \"{url}\"\nmodel = \"smollm2\"\nmax_tokens = 16\n"),
+        format!("[answer]\nbase_url = \"{url}\"\nmodel = \"smollm2\"\nmax_tokens = 16\ncontext_tokens = 1200\n"),
     )
     .unwrap();
     let out = dir.path().join("run.json");
