@@ -55,14 +55,6 @@ pub struct Context {
     pub dropped_for_budget: usize,
 }
 
-fn role_name(r: Role) -> &'static str {
-    match r {
-        Role::Primary => "primary",
-        Role::StructuralExpansion => "structural_expansion",
-        Role::Supplementary => "supplementary",
-    }
-}
-
 /// The fence language for a chunk's code.
 fn fence_language(path: &str) -> &'static str {
     match path.rsplit('.').next().unwrap_or("") {
@@ -96,7 +88,7 @@ fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str) -> String 
         "[{n}] {} ({}, {level}) {}\nlocation: {location}\n",
         e.qualified_name,
         e.kind.as_str(),
-        role_name(role)
+        role.as_str()
     );
     if !c.parent_symbol.is_empty() {
         s.push_str(&format!("namespace: {}\n", c.parent_symbol));
@@ -189,7 +181,7 @@ pub fn build_context(
             start_line: c.start_line,
             end_line: c.end_line,
             symbol: data.entities[c.entity as usize].qualified_name.clone(),
-            role: role_name(rc.role).to_string(),
+            role: rc.role.as_str().to_string(),
         });
     }
     Context {

@@ -707,14 +707,6 @@ fn query_embedder(
     Ok(embedder)
 }
 
-fn role_name(r: retrieve::Role) -> &'static str {
-    match r {
-        retrieve::Role::Primary => "primary",
-        retrieve::Role::StructuralExpansion => "structural_expansion",
-        retrieve::Role::Supplementary => "supplementary",
-    }
-}
-
 fn run_query(
     dir: &Path,
     question: &str,
@@ -745,7 +737,7 @@ fn run_query(
                 let e = &data.entities[c.entity as usize];
                 serde_json::json!({
                     "chunk": rc.chunk,
-                    "role": role_name(rc.role),
+                    "role": rc.role.as_str(),
                     "path": c.path,
                     "start_line": c.start_line,
                     "end_line": c.end_line,
@@ -799,7 +791,7 @@ fn run_query(
         out!(
             "{:>2}. [{}] {}:{}-{}  {} {}",
             i + 1,
-            role_name(rc.role),
+            rc.role.as_str(),
             c.path,
             c.start_line,
             c.end_line,

@@ -79,6 +79,16 @@ pub fn write_index(
     Ok(manifest)
 }
 
+/// Read one data file and check it against its manifest entry.
+fn read_verified(dir: &Path, manifest: &Manifest, kind: DataKind) -> Result<Vec<u8>, IndexError> {
+    let path: PathBuf = dir.join(kind.file_name());
+    let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
+    manifest
+        .verify_data_file(kind, &bytes)
+        .map_err(|source| IndexError::Index { path, source })?;
+    Ok(bytes)
+}
+
 /// Read and check an index directory.
 pub fn read_index(dir: &Path) -> Result<(Manifest, IndexData), IndexError> {
     let mpath = dir.join(MANIFEST);
@@ -89,15 +99,7 @@ pub fn read_index(dir: &Path) -> Result<(Manifest, IndexData), IndexError> {
     })?;
     let mut blobs: Vec<Vec<u8>> = Vec::new();
     for kind in DataKind::ALL {
-        let path: PathBuf = dir.join(kind.file_name());
-        let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
-        manifest
-            .verify_data_file(kind, &bytes)
-            .map_err(|source| IndexError::Index {
-                path: path.clone(),
-                source,
-            })?;
-        blobs.push(bytes);
+        blobs.push(read_verified(dir, &manifest, kind)?);
     }
     let data = IndexData::decode(&blobs[0], &blobs[1], &blobs[2], &blobs[3]).map_err(|source| {
         IndexError::Index {
@@ -118,14 +120,11 @@ pub fn read_vectors(dir: &Path, manifest: &Manifest) -> Result<Option<VectorInde
         return Ok(None);
     }
     let path = dir.join(DataKind::Vectors.file_name());
-    let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
+    let bytes = read_verified(dir, manifest, DataKind::Vectors)?;
     let err = |source| IndexError::Index {
         path: path.clone(),
         source,
     };
-    manifest
-        .verify_data_file(DataKind::Vectors, &bytes)
-        .map_err(err)?;
     let v = VectorIndex::decode(&bytes).map_err(err)?;
     let info = manifest.embedding.as_ref();
     if info.map(|i| &i.spec) != Some(&v.spec) || v.len() as u64 != manifest.counts.chunks {
@@ -161,15 +160,9 @@ pub fn previous_vectors(dir: &Path) -> Option<VectorIndex> {
 /// Read and check the keyword index of an index directory.
 pub fn read_lexical(dir: &Path, manifest: &Manifest) -> Result<LexicalIndex, IndexError> {
     let path = dir.join(DataKind::Lexical.file_name());
-    let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
-    let err = |source| IndexError::Index {
-        path: path.clone(),
-        source,
-    };
-    manifest
-        .verify_data_file(DataKind::Lexical, &bytes)
-        .map_err(err)?;
-    LexicalIndex::decode(&bytes, manifest.counts.chunks as usize).map_err(err)
+    let bytes = read_verified(dir, manifest, DataKind::Lexical)?;
+    LexicalIndex::decode(&bytes, manifest.counts.chunks as usize)
+        .map_err(|source| IndexError::Index { path, source })
 }
 
 /// Load everything retrieval needs from an index directory.

@@ -241,6 +241,22 @@ fn run_tests(llm_url: &str) -> Result<(u64, u64)> {
     Ok((passed, failed))
 }
 
+/// Run the release `codegloss` binary with arguments.
+fn codegloss(args: &[&str]) -> Result<()> {
+    run(cargo()
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "codegloss-indexer",
+            "--bin",
+            "codegloss",
+            "--",
+        ])
+        .args(args))
+}
+
 fn demo(out: &Path) -> Result<()> {
     let out = if out.is_absolute() {
         out.to_path_buf()
@@ -249,47 +265,13 @@ fn demo(out: &Path) -> Result<()> {
     };
     let out_s = out.to_string_lossy().into_owned();
     models::install(&root())?;
-    run(cargo().args([
-        "run",
-        "--release",
-        "--quiet",
-        "-p",
-        "codegloss-indexer",
-        "--bin",
-        "codegloss",
-        "--",
-        "index",
-        "tests/fixtures/sci-demo",
-        "--out",
-        &out_s,
-    ]))?;
-    run(cargo().args([
-        "run",
-        "--release",
-        "--quiet",
-        "-p",
-        "codegloss-indexer",
-        "--bin",
-        "codegloss",
-        "--",
-        "inspect",
-        &out_s,
-        "--symbol",
-        "BareField::fillHalo",
-    ]))?;
-    run(cargo().args([
-        "run",
-        "--release",
-        "--quiet",
-        "-p",
-        "codegloss-indexer",
-        "--bin",
-        "codegloss",
-        "--",
+    codegloss(&["index", "tests/fixtures/sci-demo", "--out", &out_s])?;
+    codegloss(&["inspect", &out_s, "--symbol", "BareField::fillHalo"])?;
+    codegloss(&[
         "query",
         &out_s,
         "How are the halo cells of a field exchanged between ranks?",
-    ]))
+    ])
 }
 
 fn main() -> Result<()> {

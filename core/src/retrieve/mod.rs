@@ -75,6 +75,17 @@ pub enum Role {
     Supplementary,
 }
 
+impl Role {
+    /// Stable name (`primary`, `structural_expansion`, `supplementary`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Primary => "primary",
+            Role::StructuralExpansion => "structural_expansion",
+            Role::Supplementary => "supplementary",
+        }
+    }
+}
+
 /// The parts of a candidate's score (Listing 12 plus boosts).
 #[derive(Serialize, Clone, Copy, Debug, Default, PartialEq)]
 pub struct ScoreParts {
