@@ -268,6 +268,48 @@ pub struct DataFileInfo {
     pub sha256: String,
 }
 
+/// One prompt template of the explanation stage.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct PromptInfo {
+    /// Template version id (`file_level_v1`).
+    pub version: String,
+    /// Hash of the template text: a changed template changes every key.
+    pub signature: String,
+}
+
+/// An entity whose model gloss failed twice and fell back to its
+/// structural gloss.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct GlossFallback {
+    /// Entity id.
+    pub entity: u32,
+    /// Qualified name (path for files, folder for modules).
+    pub name: String,
+    /// Explanation level (`symbol`, `doc`, `file`, `module`, `call_chain`).
+    pub level: String,
+    /// What went wrong on the last attempt.
+    pub cause: String,
+}
+
+/// What the manifest records about the explanation stage ("glosses")
+/// when a model backend ran. Absent for purely structural glosses.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct GlossInfo {
+    /// Backend name (`openai`).
+    pub backend: String,
+    /// Levels explained by the model, bottom-up.
+    pub levels: Vec<String>,
+    /// Model id per level.
+    pub models: BTreeMap<String, String>,
+    /// Prompt template per mode (`general`, `file_level`, ...).
+    pub prompts: BTreeMap<String, PromptInfo>,
+    /// Glosses per level and `gloss_source` (`model`, `structural`,
+    /// `skipped_low_information`).
+    pub by_source: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Entities that fell back to structural glosses, with the cause.
+    pub fallbacks: Vec<GlossFallback>,
+}
+
 /// Counts recorded in the manifest.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -310,6 +352,9 @@ pub struct Manifest {
     pub source_files: BTreeMap<String, String>,
     /// Embedding model facts; none for an index without vectors.
     pub embedding: Option<EmbeddingInfo>,
+    /// The explanation stage, when a model wrote glosses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glosses: Option<GlossInfo>,
     /// The data files and their checksums.
     pub data_files: Vec<DataFileInfo>,
 }

@@ -523,6 +523,7 @@ fn manifest_for(data: &IndexData, files: &[Vec<u8>]) -> Manifest {
             .map(|f| (f.path.clone(), f.sha256.clone()))
             .collect::<BTreeMap<_, _>>(),
         embedding: None,
+        glosses: None,
         data_files: DataKind::ALL
             .iter()
             .zip(files)

@@ -34,6 +34,8 @@ pub struct Config {
     pub retrieval: RetrievalSettings,
     /// The answer model (used by `ask` and `eval --answer`).
     pub answer: crate::llm::AnswerConfig,
+    /// Model-written glosses (`structural` by default: no model needed).
+    pub explain: crate::explain::ExplainConfig,
 }
 
 /// Which files are indexed and how they are classified.
@@ -325,6 +327,9 @@ impl Config {
         // Retrieval settings do not change the index content.
         canonical.retrieval = RetrievalSettings::default();
         canonical.answer = crate::llm::AnswerConfig::default();
+        // Endpoint, key, concurrency, timeout and cache path do not change
+        // what is generated.
+        canonical.explain = canonical.explain.canonical();
         let json = serde_json::to_string(&canonical).expect("config serialises");
         codegloss_core::format::sha256_hex(json.as_bytes())
     }

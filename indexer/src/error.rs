@@ -69,6 +69,12 @@ pub enum IndexError {
         /// What happened.
         message: String,
     },
+    /// The explanation stage cannot run as configured.
+    #[error("explanation stage: {message}")]
+    Explain {
+        /// What is wrong.
+        message: String,
+    },
     /// The index on disk could not be read.
     #[error("{path}: {source}")]
     Index {

@@ -13,15 +13,16 @@ use codegloss_core::{EdgeKind, Entity, EntityKind, GlossSource, IndexData};
 /// Most items named in one list of a gloss.
 const LIST_MAX: usize = 12;
 
-struct Adjacency {
+/// The structure graph as adjacency lists (shared with `explain`).
+pub(crate) struct Adjacency {
     out: HashMap<(u32, EdgeKind), Vec<u32>>,
     inc: HashMap<(u32, EdgeKind), Vec<u32>>,
     /// Entity ids of each file, in id order (built once, not per gloss).
-    by_file: Vec<Vec<u32>>,
+    pub(crate) by_file: Vec<Vec<u32>>,
 }
 
 impl Adjacency {
-    fn new(data: &IndexData) -> Self {
+    pub(crate) fn new(data: &IndexData) -> Self {
         let mut out: HashMap<(u32, EdgeKind), Vec<u32>> = HashMap::new();
         let mut inc: HashMap<(u32, EdgeKind), Vec<u32>> = HashMap::new();
         for e in &data.edges {
@@ -36,10 +37,10 @@ impl Adjacency {
         }
         Adjacency { out, inc, by_file }
     }
-    fn out(&self, id: u32, kind: EdgeKind) -> &[u32] {
+    pub(crate) fn out(&self, id: u32, kind: EdgeKind) -> &[u32] {
         self.out.get(&(id, kind)).map_or(&[], Vec::as_slice)
     }
-    fn inc(&self, id: u32, kind: EdgeKind) -> &[u32] {
+    pub(crate) fn inc(&self, id: u32, kind: EdgeKind) -> &[u32] {
         self.inc.get(&(id, kind)).map_or(&[], Vec::as_slice)
     }
 }

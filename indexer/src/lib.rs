@@ -16,6 +16,7 @@ pub mod docs;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod explain;
 pub mod gloss;
 pub mod llm;
 pub mod macros;

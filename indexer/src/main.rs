@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use codegloss_core::{retrieve, EdgeKind, Entity, EntityKind, IndexData};
-use codegloss_indexer::{build, embed, store, vectorize, Config};
+use codegloss_indexer::{build, embed, explain, store, vectorize, Config};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Print a line of results to stdout. A closed stdout (`codegloss ... | head`)
@@ -53,6 +53,10 @@ enum Command {
         /// structure retrieval only). Same as `[embedding] enabled = false`.
         #[arg(long)]
         no_embed: bool,
+        /// Keep structural glosses even when `[explain]` names a model
+        /// backend. Same as `[explain] backend = "structural"`.
+        #[arg(long)]
+        no_explain: bool,
     },
     /// Retrieve the context for a question: ranked chunks with roles, file:line ranges, glosses and diagnostics.
     Query {
@@ -198,6 +202,7 @@ fn main() {
             quiet,
             max_warnings,
             no_embed,
+            no_explain,
         } => run_index(
             &repo,
             &out,
@@ -205,6 +210,7 @@ fn main() {
             quiet,
             max_warnings,
             no_embed,
+            no_explain,
         ),
         Command::Query {
             index,
@@ -334,12 +340,17 @@ fn run_index(
     quiet: bool,
     max_warnings: usize,
     no_embed: bool,
+    no_explain: bool,
 ) -> Result<()> {
     let started = Instant::now();
     let mut cfg = load_config(repo, config)?;
     if no_embed {
         cfg.embedding.enabled = false;
     }
+    if no_explain {
+        cfg.explain.backend = explain::BackendKind::Structural;
+    }
+    let gloss_backend = explain::backend_for(&cfg.explain)?;
     // Load the model first: a missing model should fail before minutes of work.
     let mut embedder = if cfg.embedding.enabled {
         Some(embed::Embedder::new(&cfg.embedding).context("loading the embedding model")?)
@@ -347,8 +358,21 @@ fn run_index(
         None
     };
     let pb = progress_bar(quiet, "files");
-    let output = build::build_index(repo, &cfg, &pb)
+    let mut output = build::build_index(repo, &cfg, &pb)
         .with_context(|| format!("indexing {}", repo.display()))?;
+    let explained = match gloss_backend.as_deref() {
+        Some(backend) => {
+            pb.finish_and_clear();
+            let gpb = progress_bar(quiet, "glosses");
+            let cache = cfg.explain.cache_path(out);
+            let report =
+                explain::explain(&mut output.data, repo, &cfg.explain, backend, &cache, &gpb)
+                    .context("writing model glosses")?;
+            gpb.finish_and_clear();
+            Some(report)
+        }
+        None => None,
+    };
     let vectors = match embedder.as_mut() {
         Some(embedder) => {
             let previous = store::previous_vectors(out);
@@ -368,10 +392,11 @@ fn run_index(
         None => None,
     };
     pb.set_message("writing");
-    let manifest = store::write_index(
+    let manifest = store::write_index_with_glosses(
         out,
         &output.data,
         vectors.as_ref().map(|v| (&v.index, &v.info)),
+        explained.as_ref().map(|r| &r.info),
         &cfg.hash(),
     )
     .with_context(|| format!("writing index to {}", out.display()))?;
@@ -416,7 +441,63 @@ fn run_index(
         }
         _ => out!("embeddings: none (embedding disabled)"),
     }
+    match &explained {
+        Some(r) => print_explain_report(r),
+        None => out!("glosses: structural"),
+    }
     Ok(())
+}
+
+fn print_explain_report(r: &explain::ExplainReport) {
+    let model: u64 = r
+        .info
+        .by_source
+        .values()
+        .filter_map(|m| m.get("model"))
+        .sum();
+    out!(
+        "glosses: {model} from the model over levels {} ({} generated, {} from the cache), {} skipped_low_information, {} fell back to structural; {} requests",
+        r.info.levels.join(", "),
+        r.generated.len(),
+        r.cache_hits,
+        r.skipped,
+        r.info.fallbacks.len(),
+        r.requests
+    );
+    if !r.generated.is_empty() {
+        out!(
+            "glosses: {:.1} s generating, {:.2} glosses/min, {} completion tokens ({:.1} tok/s)",
+            r.generation_seconds,
+            r.glosses_per_minute(),
+            r.completion_tokens,
+            if r.generation_seconds > 0.0 {
+                r.completion_tokens as f64 / r.generation_seconds
+            } else {
+                0.0
+            }
+        );
+    }
+    for (level, counts) in &r.info.by_source {
+        let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        out!("  {level:<12} {}", parts.join(", "));
+    }
+    for f in r.info.fallbacks.iter().take(10) {
+        eprintln!(
+            "warning: gloss of {} ({}) fell back to structural: {}",
+            f.name, f.level, f.cause
+        );
+    }
+    if r.info.fallbacks.len() > 10 {
+        eprintln!(
+            "warning: ... and {} more fallbacks (all are listed in manifest.json under glosses.fallbacks)",
+            r.info.fallbacks.len() - 10
+        );
+    }
+    out!(
+        "gloss cache: {} ({} bytes)",
+        r.cache_path.display(),
+        r.cache_bytes
+    );
 }
 
 fn progress_bar(quiet: bool, unit: &str) -> ProgressBar {
@@ -914,34 +995,33 @@ fn run_eval(
             "answer": null, "nugget_recall": null,
         });
         if answer {
+            // The context is deterministic: a kept answer gets the same one
+            // back, so its citations are checked again, not trusted.
+            let ctx = match &file_baseline {
+                Some(b) => {
+                    let top: Vec<&str> = b.rank(text).into_iter().take(3).collect();
+                    codegloss_core::answer::file_context(
+                        &corpus,
+                        &top,
+                        cfg.answer.context_tokens,
+                        &codegloss_core::text::estimate_tokens,
+                    )
+                }
+                None => build_context_estimated(&corpus, &r, cfg.answer.context_tokens),
+            };
             if let Some(prev) = done.get(&q.id) {
-                for k in [
-                    "answer",
-                    "citations",
-                    "context_files",
-                    "latency_seconds",
-                    "prompt_tokens",
-                    "completion_tokens",
-                    "model",
-                    "prompt_signature",
-                    "nugget_recall",
-                    "error",
-                ] {
-                    row[k] = prev[k].clone();
+                // Every recorded field comes back (retrieval fields are fresh).
+                for (k, v) in prev.as_object().into_iter().flatten() {
+                    if row.get(k).is_none_or(serde_json::Value::is_null) {
+                        row[k] = v.clone();
+                    }
+                }
+                if let Some(a) = prev["answer"].as_str() {
+                    let report = check_citations(a, &ctx);
+                    row["citations"] = serde_json::json!(report.citations);
+                    row["cited_sentence_share"] = serde_json::json!(report.cited_share);
                 }
             } else {
-                let ctx = match &file_baseline {
-                    Some(b) => {
-                        let top: Vec<&str> = b.rank(text).into_iter().take(3).collect();
-                        codegloss_core::answer::file_context(
-                            &corpus,
-                            &top,
-                            cfg.answer.context_tokens,
-                            &codegloss_core::text::estimate_tokens,
-                        )
-                    }
-                    None => build_context_estimated(&corpus, &r, cfg.answer.context_tokens),
-                };
                 let messages = RETRIEVAL_ANSWER_V2.render(text, &ctx);
                 let t = Instant::now();
                 // Batch answers need no streaming, and plain responses carry

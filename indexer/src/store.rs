@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use codegloss_core::format::{sha256_hex, DataFileInfo, EmbeddingInfo};
+use codegloss_core::format::{sha256_hex, DataFileInfo, EmbeddingInfo, GlossInfo};
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::Corpus;
 use codegloss_core::{DataKind, IndexData, Manifest, VectorIndex, FORMAT_VERSION};
@@ -32,6 +32,17 @@ pub fn write_index(
     dir: &Path,
     data: &IndexData,
     vectors: Option<(&VectorIndex, &EmbeddingInfo)>,
+    config_hash: &str,
+) -> Result<Manifest, IndexError> {
+    write_index_with_glosses(dir, data, vectors, None, config_hash)
+}
+
+/// [`write_index`], recording the explanation stage in the manifest.
+pub fn write_index_with_glosses(
+    dir: &Path,
+    data: &IndexData,
+    vectors: Option<(&VectorIndex, &EmbeddingInfo)>,
+    glosses: Option<&GlossInfo>,
     config_hash: &str,
 ) -> Result<Manifest, IndexError> {
     std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
@@ -67,6 +78,7 @@ pub fn write_index(
             .map(|f| (f.path.clone(), f.sha256.clone()))
             .collect(),
         embedding: vectors.map(|(_, info)| info.clone()),
+        glosses: glosses.cloned(),
         data_files,
     };
     write_atomic(dir, MANIFEST, manifest.to_json().as_bytes())?;

@@ -455,3 +455,69 @@ fn eval_answers_resume_and_score() {
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["questions"][0]["answer"], w["questions"][0]["answer"]);
 }
+
+/// A model backend that cannot be reached never stops indexing: every
+/// gloss falls back to structural, the cause is in the manifest, and the
+/// index is complete. The not-yet-available `ort` backend is a clear error.
+#[test]
+fn index_with_an_unreachable_explanation_server_still_writes_the_index() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("codegloss.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[explain]\nbackend = \"openai\"\nlevels = [\"module\"]\nbase_url = \"http://127.0.0.1:{port}/v1\"\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("idx");
+    let o = index_into(&out, &["--no-embed", "--config", cfg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stdout.contains("fell back to structural"), "{stdout}");
+    assert!(stderr.contains("connection refused"), "{stderr}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let fallbacks = manifest["glosses"]["fallbacks"].as_array().unwrap();
+    assert!(!fallbacks.is_empty());
+    assert!(fallbacks
+        .iter()
+        .all(|f| f["cause"].as_str().unwrap().contains("connection refused")));
+    // The index reads and answers queries.
+    let o = bin()
+        .args([
+            "query",
+            out.to_str().unwrap(),
+            "How are halo cells filled?",
+            "--no-vectors",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    std::fs::write(&cfg, "[explain]\nbackend = \"ort\"\n").unwrap();
+    let o = index_into(&out, &["--no-embed", "--config", cfg.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("\"ort\"") && stderr.contains("not available yet"),
+        "{stderr}"
+    );
+    // `--no-explain` overrides the configuration.
+    let o = index_into(
+        &out,
+        &[
+            "--no-embed",
+            "--no-explain",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("glosses: structural"));
+}
