@@ -214,6 +214,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn answer_summary_counts_citations_and_percentiles() {
+        let rows = vec![
+            serde_json::json!({"answer": "a [1]", "citations": [{"n": 1}], "cited_sentence_share": 1.0, "latency_seconds": 2.0, "prompt_tokens": 100, "completion_tokens": 10}),
+            serde_json::json!({"answer": "b", "citations": [], "cited_sentence_share": 0.0, "latency_seconds": 4.0, "prompt_tokens": 300, "completion_tokens": 30}),
+            serde_json::json!({"answer": null, "error": "timeout"}),
+        ];
+        let s = answer_summary(&rows);
+        assert_eq!(s["answered"], 2);
+        assert_eq!(s["errors"], 1);
+        assert_eq!(s["with_valid_citation"], 0.5);
+        assert_eq!(s["mean_cited_sentence_share"], 0.5);
+        assert_eq!(s["latency_seconds"]["p50"], 2.0);
+        assert_eq!(s["latency_seconds"]["p95"], 4.0);
+        assert_eq!(s["prompt_tokens"]["n"], 2);
+    }
+
+    #[test]
     fn metrics_follow_the_readme_definitions() {
         let gold = vec!["a.h".to_string(), "b.cpp".to_string()];
         let s = score(&["x", "a.h", "y", "z", "w", "v", "b.cpp"], &gold, 100);
@@ -254,4 +271,36 @@ mod tests {
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.0);
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 95.0), 4.0);
     }
+}
+
+/// Summary of answered questions (rows of an `eval --answer` file): how
+/// many have at least one valid citation, the mean share of cited
+/// sentences, errors, and p50/p95 of latency, prompt and completion tokens.
+pub fn answer_summary(rows: &[serde_json::Value]) -> serde_json::Value {
+    let answered: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["answer"].is_string()).collect();
+    let n = answered.len();
+    let cited = answered
+        .iter()
+        .filter(|r| r["citations"].as_array().is_some_and(|c| !c.is_empty()))
+        .count();
+    let shares: Vec<f64> = answered
+        .iter()
+        .filter_map(|r| r["cited_sentence_share"].as_f64())
+        .collect();
+    let pct = |key: &str| {
+        let mut v: Vec<f64> = answered.iter().filter_map(|r| r[key].as_f64()).collect();
+        v.sort_by(f64::total_cmp);
+        serde_json::json!({"n": v.len(), "p50": percentile(&v, 50.0), "p95": percentile(&v, 95.0)})
+    };
+    let round = |x: f64| (x * 10_000.0).round() / 10_000.0;
+    serde_json::json!({
+        "answered": n,
+        "errors": rows.iter().filter(|r| r["error"].is_string()).count(),
+        "with_valid_citation": if n == 0 { 0.0 } else { round(cited as f64 / n as f64) },
+        "mean_cited_sentence_share": if shares.is_empty() { 0.0 } else { round(shares.iter().sum::<f64>() / shares.len() as f64) },
+        "latency_seconds": pct("latency_seconds"),
+        "prompt_tokens": pct("prompt_tokens"),
+        "completion_tokens": pct("completion_tokens"),
+    })
 }

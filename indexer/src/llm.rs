@@ -37,6 +37,10 @@ pub struct AnswerConfig {
     pub stream: bool,
     /// Context budget in tokens.
     pub context_tokens: usize,
+    /// The answer model's `tokenizer.json` (Hugging Face format). When
+    /// given, the context budget is counted with it; otherwise with a
+    /// conservative estimate (characters / 3).
+    pub tokenizer: Option<std::path::PathBuf>,
 }
 
 impl Default for AnswerConfig {
@@ -50,6 +54,27 @@ impl Default for AnswerConfig {
             timeout_seconds: 300,
             stream: true,
             context_tokens: 3000,
+            tokenizer: None,
+        }
+    }
+}
+
+/// How context tokens are counted: with the answer model's tokenizer when
+/// `tokenizer` names one, else with the conservative estimate.
+pub fn token_counter(cfg: &AnswerConfig) -> Result<Box<dyn Fn(&str) -> usize>, IndexError> {
+    match &cfg.tokenizer {
+        None => Ok(Box::new(codegloss_core::text::estimate_tokens)),
+        Some(path) => {
+            let tok = tokenizers::Tokenizer::from_file(path).map_err(|e| IndexError::Model {
+                path: path.clone(),
+                message: format!("cannot load the answer model's tokenizer: {e}"),
+            })?;
+            Ok(Box::new(move |text: &str| {
+                tok.encode(text, false).map_or_else(
+                    |_| codegloss_core::text::estimate_tokens(text),
+                    |enc| enc.get_ids().len(),
+                )
+            }))
         }
     }
 }

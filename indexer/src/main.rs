@@ -918,7 +918,7 @@ fn run_eval(
     answer: bool,
     answer_context: &str,
 ) -> Result<()> {
-    use codegloss_core::answer::{build_context_estimated, check_citations, RETRIEVAL_ANSWER_V2};
+    use codegloss_core::answer::{build_context, check_citations, RETRIEVAL_ANSWER_V2};
     use codegloss_indexer::{eval, llm};
     let (_, corpus) =
         store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
@@ -970,6 +970,7 @@ fn run_eval(
         matches!(answer_context, "pipeline" | "bm25-files"),
         "unknown --answer-context {answer_context:?} (pipeline or bm25-files)"
     );
+    let count_tokens = llm::token_counter(&cfg.answer)?;
     let file_baseline =
         (answer_context == "bm25-files").then(|| retrieve::baseline::FileBaseline::new(&corpus));
     let mut scores = Vec::new();
@@ -1004,10 +1005,10 @@ fn run_eval(
                         &corpus,
                         &top,
                         cfg.answer.context_tokens,
-                        &codegloss_core::text::estimate_tokens,
+                        &*count_tokens,
                     )
                 }
-                None => build_context_estimated(&corpus, &r, cfg.answer.context_tokens),
+                None => build_context(&corpus, &r, cfg.answer.context_tokens, &*count_tokens),
             };
             if let Some(prev) = done.get(&q.id) {
                 // Every recorded field comes back (retrieval fields are fresh).
@@ -1090,6 +1091,9 @@ fn run_eval(
             ns["questions"],
             ns["by_category"]
         );
+        let a = eval::answer_summary(&per_question);
+        print_answer_summary(&a);
+        metrics["answers"] = a;
     }
     latencies.sort_by(f64::total_cmp);
     let (p50, p95) = (
@@ -1136,6 +1140,20 @@ fn run_eval(
     Ok(())
 }
 
+fn print_answer_summary(a: &serde_json::Value) {
+    let p = |k: &str| format!("p50 {} p95 {} (n {})", a[k]["p50"], a[k]["p95"], a[k]["n"]);
+    out!(
+        "answers: {} ({} errors); with at least one valid citation {}; mean share of cited sentences {}",
+        a["answered"],
+        a["errors"],
+        a["with_valid_citation"],
+        a["mean_cited_sentence_share"]
+    );
+    out!("  latency seconds   {}", p("latency_seconds"));
+    out!("  prompt tokens     {}", p("prompt_tokens"));
+    out!("  completion tokens {}", p("completion_tokens"));
+}
+
 fn print_metrics(title: &str, m: &serde_json::Value) {
     out!("{title}");
     out!(
@@ -1178,7 +1196,7 @@ fn print_metrics(title: &str, m: &serde_json::Value) {
 }
 
 fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: bool) -> Result<()> {
-    use codegloss_core::answer::{build_context_estimated, check_citations, RETRIEVAL_ANSWER_V2};
+    use codegloss_core::answer::{build_context, check_citations, RETRIEVAL_ANSWER_V2};
     use codegloss_indexer::llm;
     let (_, corpus) =
         store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
@@ -1187,7 +1205,8 @@ fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: boo
         _ => None,
     };
     let r = retrieve::retrieve(&corpus, question, qv.as_deref(), &cfg.retrieval)?;
-    let context = build_context_estimated(&corpus, &r, cfg.answer.context_tokens);
+    let count_tokens = llm::token_counter(&cfg.answer)?;
+    let context = build_context(&corpus, &r, cfg.answer.context_tokens, &*count_tokens);
     let template = RETRIEVAL_ANSWER_V2;
     let messages = template.render(question, &context);
     let started = Instant::now();
@@ -1310,7 +1329,10 @@ fn run_score(questions: &Path, answers: &Path) -> Result<()> {
     for (cat, r) in ns["by_category"].as_object().into_iter().flatten() {
         out!("  {cat:<24} {r}");
     }
+    let summary = eval::answer_summary(v["questions"].as_array().map_or(&[][..], Vec::as_slice));
+    print_answer_summary(&summary);
     if v.get("metrics").is_some() {
+        v["metrics"]["answers"] = summary;
         v["metrics"]["overall"]["nugget_recall"] = ns["overall"].clone();
         for (cat, r) in ns["by_category"].as_object().into_iter().flatten() {
             if v["metrics"]["by_category"].get(cat).is_some() {

@@ -139,6 +139,41 @@ fn context_respects_the_budget_and_whole_lines() {
     }
 }
 
+/// With `[answer] tokenizer`, the budget is counted by a real tokenizer
+/// (here the embedding model's `tokenizer.json`, installed by `cargo xtask
+/// models`, standing in for an answer model's); a missing file is a clear error.
+#[test]
+fn context_budget_can_be_counted_with_a_real_tokenizer() {
+    use codegloss_indexer::embed::ModelFiles;
+    use codegloss_indexer::llm::token_counter;
+    let files = ModelFiles::resolve(&codegloss_indexer::config::EmbeddingConfig::default())
+        .unwrap_or_else(|e| panic!("needs `cargo xtask models`: {e}"));
+    let cfg = AnswerConfig {
+        tokenizer: Some(files.tokenizer.clone()),
+        ..AnswerConfig::default()
+    };
+    let count = token_counter(&cfg).unwrap();
+    let estimate = token_counter(&AnswerConfig::default()).unwrap();
+    let text = "void fillHalo(BareField<double, 3>& field) { field.fillHalo(); }";
+    let (real, est) = (count(text), estimate(text));
+    assert!(real > 5 && real != est, "{real} vs {est}");
+    let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
+    let ctx = build_context(corpus(), &r, 500, &*count);
+    assert!(ctx.tokens <= 500 || ctx.chunks.len() == 1, "{}", ctx.tokens);
+    let missing = AnswerConfig {
+        tokenizer: Some("/nonexistent/tokenizer.json".into()),
+        ..AnswerConfig::default()
+    };
+    let e = token_counter(&missing)
+        .err()
+        .expect("missing tokenizer is an error")
+        .to_string();
+    assert!(
+        e.contains("/nonexistent/tokenizer.json") && e.contains("tokenizer"),
+        "{e}"
+    );
+}
+
 fn err_text(r: Result<codegloss_indexer::llm::ChatResult, IndexError>) -> String {
     match r {
         Ok(ok) => panic!("expected an error, got {ok:?}"),

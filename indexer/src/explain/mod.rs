@@ -263,6 +263,7 @@ impl OpenAiBackend {
                 timeout_seconds: cfg.timeout_seconds,
                 stream: false,
                 context_tokens: 0,
+                tokenizer: None,
             },
             requests: AtomicU64::new(0),
         }
