@@ -209,6 +209,38 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len()) - 1]
 }
 
+/// Summary of answered questions (rows of an `eval --answer` file): how
+/// many have at least one valid citation, the mean share of cited
+/// sentences, errors, and p50/p95 of latency, prompt and completion tokens.
+pub fn answer_summary(rows: &[serde_json::Value]) -> serde_json::Value {
+    let answered: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["answer"].is_string()).collect();
+    let n = answered.len();
+    let cited = answered
+        .iter()
+        .filter(|r| r["citations"].as_array().is_some_and(|c| !c.is_empty()))
+        .count();
+    let shares: Vec<f64> = answered
+        .iter()
+        .filter_map(|r| r["cited_sentence_share"].as_f64())
+        .collect();
+    let pct = |key: &str| {
+        let mut v: Vec<f64> = answered.iter().filter_map(|r| r[key].as_f64()).collect();
+        v.sort_by(f64::total_cmp);
+        serde_json::json!({"n": v.len(), "p50": percentile(&v, 50.0), "p95": percentile(&v, 95.0)})
+    };
+    let round = |x: f64| (x * 10_000.0).round() / 10_000.0;
+    serde_json::json!({
+        "answered": n,
+        "errors": rows.iter().filter(|r| r["error"].is_string()).count(),
+        "with_valid_citation": if n == 0 { 0.0 } else { round(cited as f64 / n as f64) },
+        "mean_cited_sentence_share": if shares.is_empty() { 0.0 } else { round(shares.iter().sum::<f64>() / shares.len() as f64) },
+        "latency_seconds": pct("latency_seconds"),
+        "prompt_tokens": pct("prompt_tokens"),
+        "completion_tokens": pct("completion_tokens"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,36 +303,4 @@ mod tests {
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.0);
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 95.0), 4.0);
     }
-}
-
-/// Summary of answered questions (rows of an `eval --answer` file): how
-/// many have at least one valid citation, the mean share of cited
-/// sentences, errors, and p50/p95 of latency, prompt and completion tokens.
-pub fn answer_summary(rows: &[serde_json::Value]) -> serde_json::Value {
-    let answered: Vec<&serde_json::Value> =
-        rows.iter().filter(|r| r["answer"].is_string()).collect();
-    let n = answered.len();
-    let cited = answered
-        .iter()
-        .filter(|r| r["citations"].as_array().is_some_and(|c| !c.is_empty()))
-        .count();
-    let shares: Vec<f64> = answered
-        .iter()
-        .filter_map(|r| r["cited_sentence_share"].as_f64())
-        .collect();
-    let pct = |key: &str| {
-        let mut v: Vec<f64> = answered.iter().filter_map(|r| r[key].as_f64()).collect();
-        v.sort_by(f64::total_cmp);
-        serde_json::json!({"n": v.len(), "p50": percentile(&v, 50.0), "p95": percentile(&v, 95.0)})
-    };
-    let round = |x: f64| (x * 10_000.0).round() / 10_000.0;
-    serde_json::json!({
-        "answered": n,
-        "errors": rows.iter().filter(|r| r["error"].is_string()).count(),
-        "with_valid_citation": if n == 0 { 0.0 } else { round(cited as f64 / n as f64) },
-        "mean_cited_sentence_share": if shares.is_empty() { 0.0 } else { round(shares.iter().sum::<f64>() / shares.len() as f64) },
-        "latency_seconds": pct("latency_seconds"),
-        "prompt_tokens": pct("prompt_tokens"),
-        "completion_tokens": pct("completion_tokens"),
-    })
 }

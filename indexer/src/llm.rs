@@ -59,9 +59,12 @@ impl Default for AnswerConfig {
     }
 }
 
+/// Counts the tokens of a text.
+pub type TokenCounter = Box<dyn Fn(&str) -> usize>;
+
 /// How context tokens are counted: with the answer model's tokenizer when
 /// `tokenizer` names one, else with the conservative estimate.
-pub fn token_counter(cfg: &AnswerConfig) -> Result<Box<dyn Fn(&str) -> usize>, IndexError> {
+pub fn token_counter(cfg: &AnswerConfig) -> Result<TokenCounter, IndexError> {
     match &cfg.tokenizer {
         None => Ok(Box::new(codegloss_core::text::estimate_tokens)),
         Some(path) => {
