@@ -403,14 +403,14 @@ pub fn explain(
             candidates.push(e.id);
         }
     }
+    // Priority order decides which entities a `max_entities` cap keeps and
+    // the order of work within a level, so that an interrupted run has
+    // done the most useful glosses first. The result does not depend on it.
+    if cfg.priority == Priority::PublicApiFirst {
+        candidates.sort_by_key(|&id| (priority_rank(data, &adj, id), id));
+    }
     if let Some(max) = cfg.max_entities {
-        if candidates.len() > max {
-            if cfg.priority == Priority::PublicApiFirst {
-                candidates.sort_by_key(|&id| (priority_rank(data, &adj, id), id));
-            }
-            candidates.truncate(max);
-            candidates.sort_unstable();
-        }
+        candidates.truncate(max);
     }
     progress.set_length(candidates.len() as u64);
     progress.set_position(0);
@@ -886,18 +886,34 @@ fn make_job(
         }
         Level::File => {
             let fid = e.file.unwrap_or(0) as usize;
-            let symbols: Vec<u32> = adj.by_file[fid]
+            // The file's symbols, most telling first (types, free
+            // functions, sections, then members); tiny declarations are
+            // left out whatever the levels.
+            let mut symbols: Vec<u32> = adj.by_file[fid]
                 .iter()
                 .copied()
                 .filter(|&c| {
-                    let k = data.entities[c as usize].kind;
-                    k != EntityKind::File
-                        && k != EntityKind::CallChain
-                        && k != EntityKind::Namespace
-                        && data.entities[c as usize].gloss.source
-                            != GlossSource::SkippedLowInformation
+                    let x = &data.entities[c as usize];
+                    !matches!(
+                        x.kind,
+                        EntityKind::File | EntityKind::CallChain | EntityKind::Namespace
+                    ) && x.gloss.source != GlossSource::SkippedLowInformation
+                        && !low_information(x, &structural[c as usize])
                 })
                 .collect();
+            symbols.sort_by_key(|&c| {
+                let k = data.entities[c as usize].kind;
+                let rank = if k.is_record() {
+                    0
+                } else if k == EntityKind::Function || k == EntityKind::DocSection {
+                    1
+                } else if k.is_callable() {
+                    2
+                } else {
+                    3
+                };
+                (rank, c)
+            });
             if symbols.is_empty() {
                 let raw = read_source(repo, &data.files[fid]).unwrap_or_default();
                 let code = cut(&raw, budget);
