@@ -521,3 +521,44 @@ fn index_with_an_unreachable_explanation_server_still_writes_the_index() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("glosses: structural"));
 }
+
+/// `explain-plan` shows what the explanation stage would send, with no
+/// server at all.
+#[test]
+fn explain_plan_lists_prompts_without_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("codegloss.toml");
+    std::fs::write(
+        &cfg,
+        "[explain]\nbackend = \"openai\"\nlevels = [\"file\", \"module\"]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )
+    .unwrap();
+    let prompts = dir.path().join("prompts.jsonl");
+    let o = bin()
+        .args(["explain-plan", fixture().to_str().unwrap(), "--config"])
+        .arg(&cfg)
+        .arg("--prompts")
+        .arg(&prompts)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("file_level") && stdout.contains("module_level"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("to generate: 31 glosses"), "{stdout}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&prompts)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 31);
+    // Bottom-up: every file prompt comes before every module prompt.
+    let first_module = lines.iter().position(|p| p["level"] == "module").unwrap();
+    assert!(lines[first_module..].iter().all(|p| p["level"] == "module"));
+    assert!(lines[0]["user"]
+        .as_str()
+        .unwrap()
+        .contains("Facts about the file"));
+}

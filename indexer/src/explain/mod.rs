@@ -383,35 +383,9 @@ pub fn explain(
         cache_path: cache_path.to_path_buf(),
         ..ExplainReport::default()
     };
-    let levels: Vec<Level> = Level::BOTTOM_UP
-        .into_iter()
-        .filter(|l| cfg.levels.contains(l))
-        .collect();
-
-    // Candidates: low-information entities are marked and skipped.
-    let mut candidates: Vec<u32> = Vec::new();
-    for e in &mut data.entities {
-        let level = Level::of(e.kind);
-        if !levels.contains(&level) {
-            continue;
-        }
-        if low_information(e, &structural[e.id as usize]) {
-            e.gloss.source = GlossSource::SkippedLowInformation;
-            e.gloss.model = None;
-            report.skipped += 1;
-        } else {
-            candidates.push(e.id);
-        }
-    }
-    // Priority order decides which entities a `max_entities` cap keeps and
-    // the order of work within a level, so that an interrupted run has
-    // done the most useful glosses first. The result does not depend on it.
-    if cfg.priority == Priority::PublicApiFirst {
-        candidates.sort_by_key(|&id| (priority_rank(data, &adj, id), id));
-    }
-    if let Some(max) = cfg.max_entities {
-        candidates.truncate(max);
-    }
+    let levels = run_levels(cfg);
+    let (candidates, skipped) = select(data, cfg, &levels, &structural, &adj);
+    report.skipped = skipped;
     progress.set_length(candidates.len() as u64);
     progress.set_position(0);
 
@@ -420,28 +394,7 @@ pub fn explain(
     let mut fresh: Vec<CacheEntry> = Vec::new();
     let mut fallbacks: Vec<GlossFallback> = Vec::new();
     for level in &levels {
-        // Modules run deepest first: a module reads its submodules' glosses.
-        let batches: Vec<Vec<u32>> = if *level == Level::Module {
-            let mut by_depth: BTreeMap<std::cmp::Reverse<usize>, Vec<u32>> = BTreeMap::new();
-            for &id in candidates
-                .iter()
-                .filter(|&&id| Level::of(data.entities[id as usize].kind) == Level::Module)
-            {
-                let depth = module_depth(&data.entities[id as usize].qualified_name);
-                by_depth
-                    .entry(std::cmp::Reverse(depth))
-                    .or_default()
-                    .push(id);
-            }
-            by_depth.into_values().collect()
-        } else {
-            vec![candidates
-                .iter()
-                .copied()
-                .filter(|&id| Level::of(data.entities[id as usize].kind) == *level)
-                .collect()]
-        };
-        for batch in batches {
+        for batch in batches(data, &candidates, *level) {
             progress.set_message(format!("explaining {}", level.as_str()));
             let jobs: Vec<Job> = batch
                 .iter()
@@ -482,10 +435,7 @@ pub fn explain(
             }
             for (id, (text, model)) in results {
                 let e = &mut data.entities[id as usize];
-                e.gloss.text = match cfg.combine {
-                    Combine::Replace => text,
-                    Combine::AppendFacts => format!("{text}\n\nFacts: {}", structural[id as usize]),
-                };
+                e.gloss.text = combined(cfg, text, &structural[id as usize]);
                 e.gloss.source = GlossSource::Model;
                 e.gloss.model = Some(model);
             }
@@ -495,11 +445,11 @@ pub fn explain(
     log::info!("explanation stage took {elapsed:.1} s");
     fallbacks.sort_by_key(|f| f.entity);
     report.requests = backend.requests();
-    let run_levels: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
-    report.cache_bytes = cache.compact(&run_levels, &fresh)?;
+    let level_names: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
+    report.cache_bytes = cache.compact(&level_names, &fresh)?;
     report.info = GlossInfo {
         backend: backend.name().to_string(),
-        levels: run_levels.iter().map(|s| (*s).to_string()).collect(),
+        levels: level_names.iter().map(|s| (*s).to_string()).collect(),
         models: levels
             .iter()
             .map(|l| (l.as_str().to_string(), cfg.model_for(*l).to_string()))
@@ -512,6 +462,145 @@ pub fn explain(
         fallbacks,
     };
     Ok(report)
+}
+
+/// The gloss stored for a model text.
+fn combined(cfg: &ExplainConfig, text: String, structural: &str) -> String {
+    match cfg.combine {
+        Combine::Replace => text,
+        Combine::AppendFacts => format!("{text}\n\nFacts: {structural}"),
+    }
+}
+
+/// The configured levels, bottom-up.
+fn run_levels(cfg: &ExplainConfig) -> Vec<Level> {
+    Level::BOTTOM_UP
+        .into_iter()
+        .filter(|l| cfg.levels.contains(l))
+        .collect()
+}
+
+/// Mark low-information entities at the run's levels and return the
+/// candidates in priority order (capped by `max_entities`) and the number
+/// of skipped entities.
+fn select(
+    data: &mut IndexData,
+    cfg: &ExplainConfig,
+    levels: &[Level],
+    structural: &[String],
+    adj: &Adjacency,
+) -> (Vec<u32>, usize) {
+    let mut candidates: Vec<u32> = Vec::new();
+    let mut skipped = 0;
+    for e in &mut data.entities {
+        if !levels.contains(&Level::of(e.kind)) {
+            continue;
+        }
+        if low_information(e, &structural[e.id as usize]) {
+            e.gloss.source = GlossSource::SkippedLowInformation;
+            e.gloss.model = None;
+            skipped += 1;
+        } else {
+            candidates.push(e.id);
+        }
+    }
+    // Priority order decides which entities a `max_entities` cap keeps and
+    // the order of work within a level, so that an interrupted run has
+    // done the most useful glosses first. The result does not depend on it.
+    if cfg.priority == Priority::PublicApiFirst {
+        candidates.sort_by_key(|&id| (priority_rank(data, adj, id), id));
+    }
+    if let Some(max) = cfg.max_entities {
+        candidates.truncate(max);
+    }
+    (candidates, skipped)
+}
+
+/// The candidates of one level in runnable batches: one batch, except for
+/// modules, which run deepest first (a module reads its submodules' glosses).
+fn batches(data: &IndexData, candidates: &[u32], level: Level) -> Vec<Vec<u32>> {
+    let of_level = candidates
+        .iter()
+        .copied()
+        .filter(|&id| Level::of(data.entities[id as usize].kind) == level);
+    if level != Level::Module {
+        return vec![of_level.collect()];
+    }
+    let mut by_depth: BTreeMap<std::cmp::Reverse<usize>, Vec<u32>> = BTreeMap::new();
+    for id in of_level {
+        let depth = module_depth(&data.entities[id as usize].qualified_name);
+        by_depth
+            .entry(std::cmp::Reverse(depth))
+            .or_default()
+            .push(id);
+    }
+    by_depth.into_values().collect()
+}
+
+/// One prompt of a dry run ([`plan`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedPrompt {
+    /// Explanation level.
+    pub level: String,
+    /// Prompt mode.
+    pub mode: String,
+    /// Qualified name of the entity.
+    pub entity: String,
+    /// Whether the cache already holds this exact prompt's gloss.
+    pub cached: bool,
+    /// Estimated prompt tokens (characters / 3, system message included).
+    pub estimated_tokens: usize,
+    /// System message.
+    pub system: String,
+    /// User message.
+    pub user: String,
+}
+
+/// A dry run: the prompts `explain` would send, without a backend. Lower
+/// levels are shown with the glosses they have now (structural ones, or
+/// cached model glosses where the cache has them), so the higher-level
+/// prompts of a first run are approximations.
+pub fn plan(
+    data: &IndexData,
+    repo: &Path,
+    cfg: &ExplainConfig,
+    cache_path: &Path,
+) -> Result<Vec<PlannedPrompt>, IndexError> {
+    let cache = GlossCache::open(cache_path)?;
+    let mut data = data.clone();
+    let adj = Adjacency::new(&data);
+    let structural: Vec<String> = data.entities.iter().map(|e| e.gloss.text.clone()).collect();
+    let levels = run_levels(cfg);
+    let (candidates, _) = select(&mut data, cfg, &levels, &structural, &adj);
+    let digests = input_digests(&data, &adj);
+    let mut out = Vec::new();
+    for level in &levels {
+        for batch in batches(&data, &candidates, *level) {
+            let jobs: Vec<Job> = batch
+                .iter()
+                .map(|&id| make_job(&data, &adj, &structural, &digests, repo, cfg, id, *level))
+                .collect();
+            for job in jobs {
+                let hit = cache.get(&job.key).map(|h| h.text.clone());
+                out.push(PlannedPrompt {
+                    level: job.level.as_str().to_string(),
+                    mode: job.mode.as_str().to_string(),
+                    entity: data.entities[job.entity as usize].qualified_name.clone(),
+                    cached: hit.is_some(),
+                    estimated_tokens: codegloss_core::text::estimate_tokens(&job.prompt.system)
+                        + codegloss_core::text::estimate_tokens(&job.prompt.user),
+                    system: job.prompt.system,
+                    user: job.prompt.user,
+                });
+                if let Some(text) = hit {
+                    let e = &mut data.entities[job.entity as usize];
+                    e.gloss.text = combined(cfg, text, &structural[job.entity as usize]);
+                    e.gloss.source = GlossSource::Model;
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn used_modes(levels: &[Level]) -> Vec<Mode> {
