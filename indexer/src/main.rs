@@ -1044,8 +1044,24 @@ fn run_eval(
         "unknown --answer-context {answer_context:?} (pipeline or bm25-files)"
     );
     let count_tokens = llm::token_counter(&cfg.answer)?;
-    let file_baseline =
-        (answer_context == "bm25-files").then(|| retrieve::baseline::FileBaseline::new(&corpus));
+    let files_baseline = retrieve::baseline::FileBaseline::new(&corpus);
+    // The context an answer model would get: the pipeline's, or the top 3
+    // files of the BM25 file baseline, within the same budget.
+    let make_context = |bm25_files: bool, text: &str, r: &retrieve::Retrieval| {
+        if bm25_files {
+            let top: Vec<&str> = files_baseline.rank(text).into_iter().take(3).collect();
+            codegloss_core::answer::file_context(
+                &corpus,
+                &top,
+                cfg.answer.context_tokens,
+                &*count_tokens,
+            )
+        } else {
+            build_context(&corpus, r, cfg.answer.context_tokens, &*count_tokens)
+        }
+    };
+    let mut context_nuggets: Vec<(String, Option<f64>)> = Vec::new();
+    let mut baseline_context_nuggets: Vec<(String, Option<f64>)> = Vec::new();
     let mut scores = Vec::new();
     let mut per_question: Vec<serde_json::Value> = Vec::new();
     let mut nugget_rows: Vec<(String, Option<f64>)> = Vec::new();
@@ -1068,21 +1084,22 @@ fn run_eval(
             "files": files, "gold_files": q.gold_files, "context_tokens": tokens,
             "answer": null, "nugget_recall": null,
         });
+        if !q.nuggets.is_empty() {
+            // How many nuggets the context itself contains: the most an
+            // answer model could state from it.
+            for (bm25, rows) in [
+                (false, &mut context_nuggets),
+                (true, &mut baseline_context_nuggets),
+            ] {
+                let ctx = make_context(bm25, text, &r);
+                let nr = eval::nugget_recall(&ctx.text, &q.nuggets).map_err(anyhow::Error::msg)?;
+                rows.push((q.category.clone(), nr));
+            }
+        }
         if answer {
             // The context is deterministic: a kept answer gets the same one
             // back, so its citations are checked again, not trusted.
-            let ctx = match &file_baseline {
-                Some(b) => {
-                    let top: Vec<&str> = b.rank(text).into_iter().take(3).collect();
-                    codegloss_core::answer::file_context(
-                        &corpus,
-                        &top,
-                        cfg.answer.context_tokens,
-                        &*count_tokens,
-                    )
-                }
-                None => build_context(&corpus, &r, cfg.answer.context_tokens, &*count_tokens),
-            };
+            let ctx = make_context(answer_context == "bm25-files", text, &r);
             if let Some(prev) = done.get(&q.id) {
                 // Every recorded field comes back (retrieval fields are fresh).
                 for (k, v) in prev.as_object().into_iter().flatten() {
@@ -1152,6 +1169,22 @@ fn run_eval(
     }
     pb.finish_and_clear();
     let mut metrics = eval::metrics(&qs, &scores);
+    if !context_nuggets.is_empty() {
+        let ours = eval::nugget_summary(&context_nuggets);
+        let base = eval::nugget_summary(&baseline_context_nuggets);
+        out!(
+            "context nugget recall (nuggets present in the answer context, budget {} tokens) over {} questions: pipeline {}, bm25-files top 3 {}",
+            cfg.answer.context_tokens,
+            ours["questions"],
+            ours["overall"],
+            base["overall"]
+        );
+        for (cat, v) in ours["by_category"].as_object().into_iter().flatten() {
+            out!("  {cat:<24} {v:<8} {}", base["by_category"][cat]);
+        }
+        metrics["context_nugget_recall"] =
+            serde_json::json!({"pipeline": ours, "bm25_files_top3": base});
+    }
     if answer {
         let ns = eval::nugget_summary(&nugget_rows);
         metrics["overall"]["nugget_recall"] = ns["overall"].clone();

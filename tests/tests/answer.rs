@@ -303,3 +303,22 @@ fn baseline_file_context_fills_the_same_budget_with_whole_lines() {
     );
     assert_eq!(big.chunks.len(), 3);
 }
+
+/// The rendered answer prompt (system and user messages with the numbered
+/// context) for one fixture question: any change to the template, the
+/// context blocks or the budget logic shows up here.
+#[test]
+fn rendered_answer_prompt_snapshot() {
+    let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
+    let ctx = build_context_estimated(corpus(), &r, 1200);
+    let messages = RETRIEVAL_ANSWER_V2.render(QUESTION, &ctx);
+    let rendered: String = messages
+        .iter()
+        .map(|m| format!("=== {} ===\n{}\n", m.role, m.content))
+        .collect();
+    insta::assert_snapshot!(format!(
+        "{} {}\n{rendered}",
+        RETRIEVAL_ANSWER_V2.version,
+        RETRIEVAL_ANSWER_V2.signature()
+    ));
+}

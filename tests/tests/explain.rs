@@ -280,3 +280,42 @@ fn a_server_that_never_answers_times_out_into_a_fallback() {
         .iter()
         .all(|e| e.gloss.source != GlossSource::Model));
 }
+
+/// The explanation prompts of the fixture repository's `Field` folder, as
+/// a dry run renders them: templates, facts and child lists are pinned.
+#[test]
+fn rendered_explanation_prompts_snapshot() {
+    let data = build(&codegloss_tests::fixture_repo());
+    let cfg = ExplainConfig {
+        backend: BackendKind::Openai,
+        levels: vec![Level::Symbol, Level::CallChain, Level::File, Level::Module],
+        max_input_chars: 1200,
+        ..ExplainConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plan = explain::plan(
+        &data,
+        &codegloss_tests::fixture_repo(),
+        &cfg,
+        &dir.path().join("none.jsonl"),
+    )
+    .unwrap();
+    let pick = |entity: &str, level: &str| {
+        let p = plan
+            .iter()
+            .find(|p| p.entity == entity && p.level == level)
+            .unwrap_or_else(|| panic!("no {level} prompt for {entity}"));
+        format!("=== {} {} {} ===\n{}\n", p.level, p.mode, p.entity, p.user)
+    };
+    let mut out = String::new();
+    out.push_str(&pick("picsim::BareField::fillHalo", "symbol"));
+    out.push_str(&pick("src/Field/HaloCells.h", "file"));
+    out.push_str(&pick("src/Field", "module"));
+    if let Some(chain) = plan.iter().find(|p| p.level == "call_chain") {
+        out.push_str(&format!(
+            "=== call_chain {} ===\n{}\n",
+            chain.entity, chain.user
+        ));
+    }
+    insta::assert_snapshot!(out);
+}
