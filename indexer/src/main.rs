@@ -550,6 +550,18 @@ fn print_explain_report(r: &explain::ExplainReport) {
             }
         );
     }
+    if r.total_model_glosses > 0 {
+        out!(
+            "glosses: the {} model glosses in this index took {:.1} s to generate in total ({:.2} glosses/min), this run and earlier ones",
+            r.total_model_glosses,
+            r.total_generation_seconds,
+            if r.total_generation_seconds > 0.0 {
+                r.total_model_glosses as f64 * 60.0 / r.total_generation_seconds
+            } else {
+                0.0
+            }
+        );
+    }
     for (level, counts) in &r.info.by_source {
         let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{s} {n}")).collect();
         out!("  {level:<12} {}", parts.join(", "));

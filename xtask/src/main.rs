@@ -7,6 +7,8 @@
 //! - `cargo xtask demo`: index the bundled example repository and show
 //!   what the index holds about one symbol.
 //! - `cargo xtask bench embed --repo <dir>`: the embedding benchmark.
+//! - `cargo xtask bench explain --repo <dir> --questions <file>`: model
+//!   glosses against structural glosses, retrieval metrics per category.
 //! - `cargo xtask llm-server [--model smollm2|qwen-coder-1.5b] [--stop]`: a
 //!   real OpenAI-compatible answer server on loopback.
 //!
@@ -19,6 +21,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+mod bench_explain;
 mod llm;
 mod models;
 
@@ -76,6 +79,37 @@ enum Bench {
         edit: String,
         /// Where to write the results JSON.
         #[arg(long, default_value = "target/bench/embed.json")]
+        json: PathBuf,
+    },
+    /// Model-written glosses against structural ones: index twice, run the
+    /// retrieval benchmark on both (resumable; glosses are cached).
+    Explain {
+        /// Repository to index (for example an IPPL checkout).
+        #[arg(long)]
+        repo: PathBuf,
+        /// Question file (bench format).
+        #[arg(long)]
+        questions: PathBuf,
+        /// Explanation model served by `llm-server`.
+        #[arg(long, default_value = "qwen-coder-1.5b")]
+        model: String,
+        /// Loopback port of the server.
+        #[arg(long, default_value_t = 8090)]
+        port: u16,
+        /// Inference threads of the server.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Levels the model explains.
+        #[arg(long, value_delimiter = ',', default_value = "file,module")]
+        levels: Vec<String>,
+        /// Explain at most this many entities (public headers first).
+        #[arg(long)]
+        max_entities: Option<usize>,
+        /// Leave the server running afterwards.
+        #[arg(long)]
+        keep_server: bool,
+        /// Where to write the results JSON.
+        #[arg(long, default_value = "target/bench/explain.json")]
         json: PathBuf,
     },
 }
@@ -295,6 +329,30 @@ fn main() -> Result<()> {
         Cmd::Bench {
             which: Bench::Embed { repo, edit, json },
         } => bench_embed(&repo, &edit, &json),
+        Cmd::Bench {
+            which:
+                Bench::Explain {
+                    repo,
+                    questions,
+                    model,
+                    port,
+                    threads,
+                    levels,
+                    max_entities,
+                    keep_server,
+                    json,
+                },
+        } => bench_explain::bench_explain(&bench_explain::Options {
+            repo: &repo,
+            questions: &questions,
+            model: &model,
+            port,
+            threads,
+            levels: &levels,
+            max_entities,
+            keep_server,
+            json: &json,
+        }),
         Cmd::Models => {
             for p in models::install(&root())? {
                 println!("{}", p.display());

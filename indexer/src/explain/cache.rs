@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::IndexError;
 
 /// One cached gloss.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheEntry {
     /// Hex key (see module docs).
     pub key: String,
@@ -37,6 +37,9 @@ pub struct CacheEntry {
     pub text: String,
     /// Completion tokens, when the server reported them.
     pub completion_tokens: Option<u64>,
+    /// Seconds the generation took (retry included).
+    #[serde(default)]
+    pub seconds: Option<f64>,
 }
 
 /// The cache file and its in-memory map.
@@ -184,6 +187,7 @@ mod tests {
             entity: "e".into(),
             text: format!("text {key}"),
             completion_tokens: Some(3),
+            seconds: Some(1.5),
         }
     }
 

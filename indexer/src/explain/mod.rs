@@ -335,6 +335,12 @@ pub struct ExplainReport {
     pub generation_seconds: f64,
     /// Completion tokens of generated glosses (as reported).
     pub completion_tokens: u64,
+    /// Model glosses in the index, whether generated now or taken from the
+    /// cache, and the generation seconds the cache recorded for them: the
+    /// cost of the whole explanation stage across interrupted runs.
+    pub total_model_glosses: usize,
+    /// See `total_model_glosses`.
+    pub total_generation_seconds: f64,
     /// The cache file and its size after the run.
     pub cache_path: PathBuf,
     /// Cache size in bytes after compaction.
@@ -406,6 +412,8 @@ pub fn explain(
                 if let Some(hit) = cache.get(&job.key) {
                     results.insert(job.entity, (hit.text.clone(), job.model.clone()));
                     report.cache_hits += 1;
+                    report.total_model_glosses += 1;
+                    report.total_generation_seconds += hit.seconds.unwrap_or(0.0);
                     progress.inc(1);
                 } else {
                     todo.push(job);
@@ -419,6 +427,8 @@ pub fn explain(
                 match outcome {
                     Ok(entry) => {
                         report.completion_tokens += entry.completion_tokens.unwrap_or(0);
+                        report.total_model_glosses += 1;
+                        report.total_generation_seconds += entry.seconds.unwrap_or(0.0);
                         report
                             .generated
                             .push((job.level, job.entity, e.qualified_name.clone()));
@@ -655,6 +665,7 @@ fn run_jobs(
                     break;
                 }
                 let job = jobs[i];
+                let t = Instant::now();
                 let outcome = attempt(backend, job).or_else(|first| {
                     log::debug!("{}: {first}; retrying once", job.key);
                     attempt(backend, job)
@@ -668,6 +679,7 @@ fn run_jobs(
                     entity: job.entity.to_string(),
                     text,
                     completion_tokens,
+                    seconds: Some(t.elapsed().as_secs_f64()),
                 });
                 if let Ok(entry) = &outcome {
                     if let Err(e) = cache.append(entry) {
