@@ -98,7 +98,7 @@ pub fn bench_explain(o: &Options) -> Result<()> {
     let index_out = String::from_utf8_lossy(&indexed.stdout).into_owned();
     print!("{index_out}");
     if !o.keep_server {
-        llm::stop(&root)?;
+        llm::stop(&root, o.port)?;
     }
     if !indexed.status.success() {
         bail!("codegloss index failed with {}", indexed.status);

@@ -7,7 +7,7 @@
 //! minutes to build on two cores, so the built wheel is cached under
 //! `<cache>/wheels` and the server's virtual environment under
 //! `<cache>/llm-venv`; later runs start in seconds. The server's process id
-//! goes to `target/llm-server.pid` so that it can be stopped by pid.
+//! goes to `target/llm-server-<port>.pid` (log: `target/llm-server-<port>.log`) so that it can be stopped by pid, and servers on different ports never stop each other.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -132,8 +132,10 @@ pub fn gguf(root: &Path, model: &str) -> Result<PathBuf> {
         .with_context(|| format!("{file} not installed"))
 }
 
-fn pid_file(root: &Path) -> PathBuf {
-    root.join("target/llm-server.pid")
+/// One pid file per port, so that servers on different ports (the test
+/// server of `ci`, a benchmark server) never stop each other.
+fn pid_file(root: &Path, port: u16) -> PathBuf {
+    root.join(format!("target/llm-server-{port}.pid"))
 }
 
 /// GET a loopback URL path; true on HTTP 200.
@@ -157,13 +159,13 @@ fn http_ok(port: u16, path: &str) -> bool {
 
 /// Start the server in the background; return its base URL.
 pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<String> {
-    stop(root)?;
+    stop(root, port)?;
     if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
         bail!("port {port} is already in use (another server?); stop it or choose --port");
     }
     let python = ensure_env()?;
     let model_path = gguf(root, model)?;
-    let log_path = root.join("target/llm-server.log");
+    let log_path = root.join(format!("target/llm-server-{port}.log"));
     std::fs::create_dir_all(root.join("target"))?;
     let log = std::fs::File::create(&log_path)?;
     let mut child = Command::new(&python)
@@ -180,12 +182,12 @@ pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<Stri
         .stderr(log)
         .spawn()
         .context("starting llama_cpp.server")?;
-    std::fs::write(pid_file(root), child.id().to_string())?;
+    std::fs::write(pid_file(root, port), child.id().to_string())?;
     let url = format!("http://127.0.0.1:{port}/v1");
     let t = Instant::now();
     while t.elapsed() < Duration::from_secs(180) {
         if let Ok(Some(status)) = child.try_wait() {
-            let _ = std::fs::remove_file(pid_file(root));
+            let _ = std::fs::remove_file(pid_file(root, port));
             bail!(
                 "the server exited during start-up ({status}); see {}",
                 log_path.display()
@@ -201,16 +203,35 @@ pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<Stri
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    stop(root)?;
+    stop(root, port)?;
     bail!(
         "the server did not answer on {url} within 180 s; see {}",
         log_path.display()
     )
 }
 
-/// Stop a server started by [`start`], by its process id.
-pub fn stop(root: &Path) -> Result<()> {
-    let pf = pid_file(root);
+/// Stop every server started by [`start`] (one pid file per port).
+pub fn stop_all(root: &Path) -> Result<()> {
+    let dir = root.join("target");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(port) = name
+            .strip_prefix("llm-server-")
+            .and_then(|n| n.strip_suffix(".pid"))
+            .and_then(|p| p.parse::<u16>().ok())
+        {
+            stop(root, port)?;
+        }
+    }
+    Ok(())
+}
+
+/// Stop the server started by [`start`] on `port`, by its process id.
+pub fn stop(root: &Path, port: u16) -> Result<()> {
+    let pf = pid_file(root, port);
     let Ok(pid) = std::fs::read_to_string(&pf) else {
         return Ok(());
     };

@@ -43,13 +43,14 @@ enum Cmd {
         /// `smollm2` (tests) or `qwen-coder-1.5b` (benchmarks).
         #[arg(long, default_value = "smollm2")]
         model: String,
-        /// Loopback port.
-        #[arg(long, default_value_t = 8088)]
-        port: u16,
+        /// Loopback port (default 8088).
+        #[arg(long)]
+        port: Option<u16>,
         /// Inference threads.
         #[arg(long, default_value_t = 2)]
         threads: usize,
-        /// Stop the running server (by its pid) instead.
+        /// Stop the server on `--port` (by its pid) instead; without
+        /// `--port`, every server this command started.
         #[arg(long)]
         stop: bool,
     },
@@ -202,7 +203,7 @@ fn ci() -> Result<()> {
     // it is stopped by pid whatever the tests do.
     let url = llm::start(&root(), "smollm2", 8089, 2)?;
     let tests = run_tests(&url);
-    llm::stop(&root())?;
+    llm::stop(&root(), 8089)?;
     let (passed, failed) = tests?;
     run(cargo().args([
         "clippy",
@@ -319,9 +320,12 @@ fn main() -> Result<()> {
             stop,
         } => {
             if stop {
-                llm::stop(&root())
+                match port {
+                    Some(p) => llm::stop(&root(), p),
+                    None => llm::stop_all(&root()),
+                }
             } else {
-                let url = llm::start(&root(), &model, port, threads)?;
+                let url = llm::start(&root(), &model, port.unwrap_or(8088), threads)?;
                 println!("{url}");
                 Ok(())
             }
