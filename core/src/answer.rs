@@ -351,12 +351,32 @@ impl PromptTemplate {
         hex::encode(&h.finalize()[..8])
     }
 
-    /// The messages for a question and its context.
+    /// The messages for a question and its context. The slots are filled
+    /// in one pass over the template, so a `{question}` inside the context
+    /// (code is data) or a `{context}` inside the question stays as written.
     pub fn render(&self, question: &str, context: &Context) -> Vec<Message> {
-        let user = self
-            .user
-            .replace("{context}", &context.text)
-            .replace("{question}", question.trim());
+        let mut user = String::with_capacity(self.user.len() + context.text.len() + question.len());
+        let mut rest = self.user;
+        loop {
+            let next = [
+                ("{context}", context.text.as_str()),
+                ("{question}", question.trim()),
+            ]
+            .into_iter()
+            .filter_map(|(slot, value)| rest.find(slot).map(|at| (at, slot, value)))
+            .min_by_key(|(at, _, _)| *at);
+            match next {
+                Some((at, slot, value)) => {
+                    user.push_str(&rest[..at]);
+                    user.push_str(value);
+                    rest = &rest[at + slot.len()..];
+                }
+                None => {
+                    user.push_str(rest);
+                    break;
+                }
+            }
+        }
         vec![
             Message {
                 role: "system".into(),
@@ -636,6 +656,23 @@ pub fn request_body(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn render_fills_each_slot_once() {
+        let ctx = Context {
+            text: "[1] code mentioning {question} literally".into(),
+            chunks: Vec::new(),
+            tokens: 0,
+            dropped_for_budget: 0,
+        };
+        let m = RETRIEVAL_ANSWER_V2.render("what is {context}?", &ctx);
+        let user = &m[1].content;
+        assert!(
+            user.contains("[1] code mentioning {question} literally"),
+            "{user}"
+        );
+        assert!(user.contains("what is {context}?"), "{user}");
+    }
+
     use super::*;
 
     fn ctx() -> Context {
