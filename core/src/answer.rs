@@ -126,6 +126,21 @@ fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str) -> String 
     s
 }
 
+/// The most leading lines (out of `total`) for which `fits(k)` holds, by
+/// binary search; `fits` must be monotone (true up to some k, then false).
+fn leading_lines_that_fit(total: usize, fits: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0usize, total);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
 /// Build the numbered context of a retrieval within `budget` tokens, as
 /// counted by `count` (the answer model's tokenizer when known, else
 /// [`estimate_tokens`]). Whole chunks are dropped from the lowest-ranked
@@ -154,16 +169,9 @@ pub fn build_context(
             }
             // The first chunk alone is too long: keep whole leading lines.
             let lines: Vec<&str> = c.code.lines().collect();
-            let (mut lo, mut hi) = (0usize, lines.len());
-            while lo < hi {
-                let mid = (lo + hi).div_ceil(2);
-                let cand = block(corpus, n, rc.chunk, rc.role, &lines[..mid].join("\n"));
-                if count(&cand) <= budget {
-                    lo = mid;
-                } else {
-                    hi = mid - 1;
-                }
-            }
+            let lo = leading_lines_that_fit(lines.len(), |k| {
+                count(&block(corpus, n, rc.chunk, rc.role, &lines[..k].join("\n"))) <= budget
+            });
             b = block(
                 corpus,
                 n,
@@ -240,15 +248,9 @@ pub fn file_context(
         let head = format!("[{n}] {path} (whole file)\n```{}\n", fence_language(path));
         let lines: Vec<&str> = body.iter().flat_map(|b| b.lines()).collect();
         let left = budget.saturating_sub(tokens);
-        let (mut lo, mut hi) = (0usize, lines.len());
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if count(&format!("{head}{}\n```\n", lines[..mid].join("\n"))) <= left {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
+        let lo = leading_lines_that_fit(lines.len(), |k| {
+            count(&format!("{head}{}\n```\n", lines[..k].join("\n"))) <= left
+        });
         if lo == 0 {
             break;
         }

@@ -11,6 +11,24 @@ pub fn fixture_repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/sci-demo")
 }
 
+/// Base URL of the real test answer server (SmolLM2-135M served by
+/// llama-cpp-python), which `cargo xtask ci` starts and passes in
+/// `CODEGLOSS_TEST_LLM_URL`. `None` (the test skips) outside CI; under CI a
+/// missing URL is a failure, never a silent skip.
+pub fn test_llm_url() -> Option<String> {
+    match std::env::var("CODEGLOSS_TEST_LLM_URL") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CODEGLOSS_TEST_LLM_URL is not set: run the tests through `cargo xtask ci`, which starts the test answer server"
+            );
+            eprintln!("skipping: no answer server (start one with `cargo xtask llm-server` and set CODEGLOSS_TEST_LLM_URL)");
+            None
+        }
+    }
+}
+
 /// The embedder of the default model. The model files come from
 /// `cargo xtask models` (which `cargo xtask ci` runs first); without them
 /// this panics with the message that says what to run.

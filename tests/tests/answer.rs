@@ -18,22 +18,8 @@ use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_indexer::llm::{chat, AnswerConfig};
 use codegloss_indexer::{build, Config, IndexError};
-use codegloss_tests::fixture_repo;
+use codegloss_tests::{fixture_repo, test_llm_url};
 use indicatif::ProgressBar;
-
-fn server_url() -> Option<String> {
-    match std::env::var("CODEGLOSS_TEST_LLM_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CODEGLOSS_TEST_LLM_URL is not set: run the tests through `cargo xtask ci`, which starts the test answer server"
-            );
-            eprintln!("skipping: no answer server (start one with `cargo xtask llm-server` and set CODEGLOSS_TEST_LLM_URL)");
-            None
-        }
-    }
-}
 
 fn corpus() -> &'static Corpus {
     static C: OnceLock<Corpus> = OnceLock::new();
@@ -60,7 +46,7 @@ const QUESTION: &str = "How does BareField fill its halo cells?";
 
 #[test]
 fn streamed_answer_with_citations_report() {
-    let Some(url) = server_url() else { return };
+    let Some(url) = test_llm_url() else { return };
     let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
     let ctx = build_context_estimated(corpus(), &r, 1500);
     assert!(!ctx.chunks.is_empty() && ctx.tokens <= 1500);
@@ -86,7 +72,7 @@ fn streamed_answer_with_citations_report() {
 
 #[test]
 fn non_streamed_answer_reports_usage() {
-    let Some(url) = server_url() else { return };
+    let Some(url) = test_llm_url() else { return };
     let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
     let ctx = build_context_estimated(corpus(), &r, 800);
     let cfg = AnswerConfig {
@@ -205,7 +191,7 @@ fn unreachable_server_and_http_errors_are_clear() {
         e.contains("127.0.0.1") && (e.contains("refused") || e.contains("connect")),
         "{e}"
     );
-    if let Some(url) = server_url() {
+    if let Some(url) = test_llm_url() {
         let e = err_text(chat(&config(&format!("{url}/nope")), &msgs, &mut |_| {}));
         assert!(e.contains("HTTP 404"), "{e}");
     }

@@ -19,21 +19,8 @@ use codegloss_indexer::explain::{
     self, BackendKind, ExplainConfig, ExplainReport, Level, OpenAiBackend,
 };
 use codegloss_indexer::{build, store, Config};
+use codegloss_tests::test_llm_url;
 use indicatif::ProgressBar;
-
-fn server_url() -> Option<String> {
-    match std::env::var("CODEGLOSS_TEST_LLM_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CODEGLOSS_TEST_LLM_URL is not set: run the tests through `cargo xtask ci`, which starts the test answer server"
-            );
-            eprintln!("skipping: no answer server (start one with `cargo xtask llm-server` and set CODEGLOSS_TEST_LLM_URL)");
-            None
-        }
-    }
-}
 
 const HEAT_H: &str = r#"#pragma once
 // Explicit finite-difference solver for the 1D heat equation.
@@ -103,7 +90,7 @@ fn entity<'a>(data: &'a IndexData, kind: EntityKind, name: &str) -> &'a codeglos
 
 #[test]
 fn model_glosses_are_cached_and_regenerated_only_where_inputs_changed() {
-    let Some(url) = server_url() else { return };
+    let Some(url) = test_llm_url() else { return };
     let repo = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     write_repo(repo.path(), HEAT_CPP);

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::IndexError;
 use crate::gloss::Adjacency;
 use crate::llm::{self, AnswerConfig};
-use cache::{CacheEntry, GlossCache};
+use cache::{lock, CacheEntry, GlossCache};
 use prompts::Mode;
 
 /// Which explanation backend writes glosses.
@@ -708,10 +708,6 @@ fn run_jobs(
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err("not attempted".into())))
         .collect())
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn attempt(backend: &dyn GlossBackend, job: &Job) -> Result<(String, Option<u64>), String> {
