@@ -56,7 +56,7 @@ pub struct Context {
 }
 
 /// The fence language for a chunk's code.
-fn fence_language(path: &str) -> &'static str {
+pub fn fence_language(path: &str) -> &'static str {
     match path.rsplit('.').next().unwrap_or("") {
         "md" | "markdown" => "markdown",
         "rst" => "rst",

@@ -40,6 +40,74 @@ impl Pooling {
     }
 }
 
+/// Pool a model's raw output into one vector per row, then L2-normalise
+/// when `normalize`: the one implementation the indexer (ONNX Runtime
+/// native) and the browser (onnxruntime-web) share, so a query vector is
+/// made the same way on both sides.
+///
+/// `shape` is the output's shape: `[rows, dim]` (already pooled) or
+/// `[rows, cols, dim]` (token vectors, pooled over `mask`, row-major
+/// `rows × cols`). Returns a message on a shape that fits neither.
+pub fn pool_output(
+    pooling: Pooling,
+    normalize: bool,
+    shape: &[i64],
+    data: &[f32],
+    rows: usize,
+    cols: usize,
+    mask: &[i64],
+) -> Result<Vec<Vec<f32>>, String> {
+    let bad = || format!("unexpected output shape {shape:?} for a batch of {rows}x{cols}");
+    let mut out = Vec::with_capacity(rows);
+    match shape {
+        [b, dim] if *b as usize == rows => {
+            let dim = *dim as usize;
+            if data.len() != rows * dim {
+                return Err(bad());
+            }
+            for r in 0..rows {
+                out.push(data[r * dim..(r + 1) * dim].to_vec());
+            }
+        }
+        [b, s, dim] if *b as usize == rows && *s as usize == cols => {
+            let (s, dim) = (*s as usize, *dim as usize);
+            if data.len() != rows * s * dim || mask.len() != rows * s {
+                return Err(bad());
+            }
+            for r in 0..rows {
+                let mut v = vec![0f32; dim];
+                match pooling {
+                    Pooling::Cls => v.copy_from_slice(&data[r * s * dim..r * s * dim + dim]),
+                    Pooling::Mean => {
+                        let mut n = 0f32;
+                        for t in 0..s {
+                            if mask[r * s + t] == 0 {
+                                continue;
+                            }
+                            n += 1.0;
+                            let row = &data[(r * s + t) * dim..(r * s + t + 1) * dim];
+                            for (acc, x) in v.iter_mut().zip(row) {
+                                *acc += x;
+                            }
+                        }
+                        let n = n.max(1e-9);
+                        v.iter_mut().for_each(|x| *x /= n);
+                    }
+                }
+                out.push(v);
+            }
+        }
+        _ => return Err(bad()),
+    }
+    if normalize {
+        for v in &mut out {
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+    }
+    Ok(out)
+}
+
 /// How vectors are stored in the index.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[serde(rename_all = "snake_case")]

@@ -112,7 +112,7 @@ impl DataKind {
     }
 }
 
-fn bincode_config() -> impl bincode::config::Config {
+pub(crate) fn bincode_config() -> impl bincode::config::Config {
     bincode::config::standard().with_limit::<DECODE_LIMIT>()
 }
 

@@ -355,6 +355,16 @@ impl LexicalIndex {
         self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok()
     }
 
+    /// Whether a chunk's text (any field) holds an index term, such as a
+    /// stem from [`stem`].
+    pub fn chunk_has_term(&self, term: &str, chunk: u32) -> bool {
+        self.term_id(term).is_some_and(|i| {
+            self.postings[i]
+                .binary_search_by_key(&chunk, |&(c, _)| c)
+                .is_ok()
+        })
+    }
+
     /// Number of chunks that contain a term.
     pub fn doc_freq(&self, term: &str) -> usize {
         self.term_id(term).map_or(0, |i| self.postings[i].len())

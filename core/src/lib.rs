@@ -22,6 +22,7 @@ pub mod query;
 pub mod retrieve;
 pub mod text;
 pub mod vectors;
+pub mod web;
 
 pub use error::CoreError;
 pub use format::{

@@ -15,9 +15,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use codegloss_core::embed::{
-    query_prompt, DocPrompt, EmbeddingSpec, Pooling, PROMPT_FORMAT_VERSION,
-};
+use codegloss_core::embed::{query_prompt, DocPrompt, EmbeddingSpec, PROMPT_FORMAT_VERSION};
 use indicatif::ProgressBar;
 use ort::session::{Session, SessionInputValue};
 use ort::value::Tensor;
@@ -583,57 +581,16 @@ impl Embedder {
         shape: &[i64],
         data: &[f32],
     ) -> Result<Vec<Vec<f32>>, IndexError> {
-        let bad = || IndexError::Embed {
-            message: format!(
-                "unexpected output shape {shape:?} for a batch of {}x{}",
-                batch.rows, batch.cols
-            ),
-        };
-        let mut out = Vec::with_capacity(batch.rows);
-        match shape {
-            [b, dim] if *b as usize == batch.rows => {
-                let dim = *dim as usize;
-                for r in 0..batch.rows {
-                    out.push(data[r * dim..(r + 1) * dim].to_vec());
-                }
-            }
-            [b, s, dim] if *b as usize == batch.rows && *s as usize == batch.cols => {
-                let (s, dim) = (*s as usize, *dim as usize);
-                if data.len() != batch.rows * s * dim {
-                    return Err(bad());
-                }
-                for r in 0..batch.rows {
-                    let mut v = vec![0f32; dim];
-                    match self.spec.pooling {
-                        Pooling::Cls => v.copy_from_slice(&data[r * s * dim..r * s * dim + dim]),
-                        Pooling::Mean => {
-                            let mut n = 0f32;
-                            for t in 0..s {
-                                if batch.mask[r * s + t] == 0 {
-                                    continue;
-                                }
-                                n += 1.0;
-                                let row = &data[(r * s + t) * dim..(r * s + t + 1) * dim];
-                                for (acc, x) in v.iter_mut().zip(row) {
-                                    *acc += x;
-                                }
-                            }
-                            let n = n.max(1e-9);
-                            v.iter_mut().for_each(|x| *x /= n);
-                        }
-                    }
-                    out.push(v);
-                }
-            }
-            _ => return Err(bad()),
-        }
-        if self.spec.normalize {
-            for v in &mut out {
-                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-                v.iter_mut().for_each(|x| *x /= norm);
-            }
-        }
-        Ok(out)
+        codegloss_core::embed::pool_output(
+            self.spec.pooling,
+            self.spec.normalize,
+            shape,
+            data,
+            batch.rows,
+            batch.cols,
+            &batch.mask,
+        )
+        .map_err(|message| IndexError::Embed { message })
     }
 
     /// Embed texts as they are (no prompt building), in the given order.

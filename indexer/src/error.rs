@@ -75,6 +75,12 @@ pub enum IndexError {
         /// What is wrong.
         message: String,
     },
+    /// The static site could not be written or served.
+    #[error("site: {message}")]
+    Site {
+        /// What went wrong and what to do.
+        message: String,
+    },
     /// The index on disk could not be read.
     #[error("{path}: {source}")]
     Index {

@@ -20,6 +20,7 @@ pub mod explain;
 pub mod gloss;
 pub mod llm;
 pub mod macros;
+pub mod site;
 pub mod store;
 pub mod vectorize;
 pub mod walk;

@@ -57,6 +57,41 @@ enum Command {
         /// backend. Same as `[explain] backend = "structural"`.
         #[arg(long)]
         no_explain: bool,
+        /// Also write the static question-answering site (widget, wasm
+        /// client and the index in its web layout) into this directory.
+        #[arg(long)]
+        site: Option<PathBuf>,
+        /// Folder of the built widget assets (default: `$CODEGLOSS_SITE_ASSETS`,
+        /// else `site-assets` next to the executable; `cargo xtask site-assets` builds it).
+        #[arg(long)]
+        assets: Option<PathBuf>,
+    },
+    /// Write the static site for an existing index: the widget, the wasm
+    /// client and the index in its web layout (sharded, content-addressed).
+    Site {
+        /// Index directory written by `codegloss index`.
+        index: PathBuf,
+        /// Site directory to write (`index.html`, `codegloss/`, `index/`).
+        #[arg(long)]
+        out: PathBuf,
+        /// Folder of the built widget assets (see `index --assets`).
+        #[arg(long)]
+        assets: Option<PathBuf>,
+        /// Configuration file naming the embedding model files (to ship the
+        /// query-embedding model); the defaults otherwise.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Serve a site directory on loopback (ES modules, fetch and wasm do not work from file://).
+    Serve {
+        /// Site directory written by `codegloss site` or `index --site`.
+        dir: PathBuf,
+        /// Port (0 picks a free one; the URL is printed on stdout).
+        #[arg(long, default_value_t = 8700)]
+        port: u16,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
     },
     /// Dry run of the explanation stage: the prompts `index` would send to
     /// the `[explain]` model, their sizes, and how many the cache already holds.
@@ -218,15 +253,49 @@ fn main() {
             max_warnings,
             no_embed,
             no_explain,
-        } => run_index(
-            &repo,
-            &out,
-            config.as_deref(),
-            quiet,
-            max_warnings,
-            no_embed,
-            no_explain,
-        ),
+            site,
+            assets,
+        } => (|| {
+            // Find the assets first: a missing build fails before hours of indexing.
+            let assets = site
+                .as_ref()
+                .map(|_| codegloss_indexer::site::find_assets(assets.as_deref()))
+                .transpose()?;
+            run_index(
+                &repo,
+                &out,
+                config.as_deref(),
+                quiet,
+                max_warnings,
+                no_embed,
+                no_explain,
+            )?;
+            match (site, assets) {
+                (Some(dir), Some(assets)) => {
+                    let cfg = load_config(&repo, config.as_deref())?;
+                    run_site(&out, &dir, &assets, &cfg)
+                }
+                _ => Ok(()),
+            }
+        })(),
+        Command::Site {
+            index,
+            out,
+            assets,
+            config,
+        } => (|| {
+            let assets = codegloss_indexer::site::find_assets(assets.as_deref())?;
+            run_site(
+                &index,
+                &out,
+                &assets,
+                &config_or_default(config.as_deref())?,
+            )
+        })(),
+        Command::Serve { dir, port, host } => (|| {
+            codegloss_indexer::site::serve(&dir, host, port)?;
+            Ok(())
+        })(),
         Command::ExplainPlan {
             repo,
             config,
@@ -352,6 +421,24 @@ fn load_config(repo: &Path, config: Option<&Path>) -> Result<Config> {
         }
         None => Ok(Config::default()),
     }
+}
+
+fn run_site(index: &Path, site: &Path, assets: &Path, cfg: &Config) -> Result<()> {
+    let model = embed::ModelFiles::resolve(&cfg.embedding).map_err(|e| e.to_string());
+    let report = codegloss_indexer::site::write_site(
+        index,
+        site,
+        assets,
+        model.as_ref().map_err(Clone::clone),
+    )
+    .with_context(|| format!("writing the site {}", site.display()))?;
+    out!("{}", codegloss_indexer::site::describe(&report));
+    out!(
+        "site written to {}; serve it with `codegloss serve {}`",
+        site.display(),
+        site.display()
+    );
+    Ok(())
 }
 
 fn run_index(
@@ -1094,6 +1181,8 @@ fn run_eval(
         let mut row = serde_json::json!({
             "id": q.id, "category": q.category, "question": text, "intent": r.route.intent.as_str(),
             "files": files, "gold_files": q.gold_files, "context_tokens": tokens,
+            "chunks": r.chunks.iter().map(|c| serde_json::json!([c.chunk, c.role.as_str()])).collect::<Vec<_>>(),
+            "latency_ms": latencies.last(),
             "answer": null, "nugget_recall": null,
         });
         if !q.nuggets.is_empty() {

@@ -2,10 +2,27 @@
 //!
 //! The browser side of codegloss: wasm-bindgen over `codegloss-core`, so
 //! that a static page runs the same retrieval, context building and prompt
-//! as the native CLI. So far it provides the answer transport (`fetch`
-//! with streaming server-sent events, through web-sys); loading the index
-//! and the widget come with the WebAssembly-client issue.
+//! as the native CLI:
+//! - [`engine`]: opens the web layout of an index (core's `web` module),
+//!   runs retrieval, builds evidence cards, the prompt and citation checks;
+//! - [`transport`]: the answer model call (`fetch` with streaming
+//!   server-sent events, through web-sys).
+//!
+//! It runs in a Web Worker (`site/worker.js`), which fetches the shards;
+//! a panic becomes a readable console message through the panic hook
+//! installed at start.
 
 pub use codegloss_core::FORMAT_VERSION;
 
+pub mod engine;
 pub mod transport;
+
+use wasm_bindgen::prelude::*;
+
+/// Install the panic hook, so that a bug shows as a readable message in
+/// the console instead of an opaque `unreachable` trap. Called by the
+/// module's start function.
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}

@@ -7,8 +7,12 @@
 //! - `cargo xtask demo`: index the bundled example repository and show
 //!   what the index holds about one symbol.
 //! - `cargo xtask bench embed --repo <dir>`: the embedding benchmark.
+//! - `cargo xtask bench site --index <dir> --questions <file>`: the static
+//!   site in headless Chromium against the native CLI.
 //! - `cargo xtask bench explain --repo <dir> --questions <file>`: model
 //!   glosses against structural glosses, retrieval metrics per category.
+//! - `cargo xtask site-assets`: build the wasm client and the widget into
+//!   `target/site-assets` (what `codegloss index --site` copies).
 //! - `cargo xtask llm-server [--model smollm2|qwen-coder-1.5b] [--stop]`: a
 //!   real OpenAI-compatible answer server on loopback.
 //!
@@ -24,6 +28,7 @@ use clap::{Parser, Subcommand};
 mod bench_explain;
 mod llm;
 mod models;
+mod site;
 
 #[derive(Parser)]
 #[command(name = "xtask", about = "codegloss project automation")]
@@ -59,6 +64,9 @@ enum Cmd {
         #[command(subcommand)]
         which: Bench,
     },
+    /// Build the static site's assets into target/site-assets: the wasm
+    /// client (wasm-bindgen), the worker, the widget and the landing page.
+    SiteAssets,
     /// Index the bundled example (tests/fixtures/sci-demo), inspect a symbol and answer a retrieval query.
     Demo {
         /// Where to write the index.
@@ -69,6 +77,21 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum Bench {
+    /// The static site in headless Chromium: site size, bytes before the
+    /// first keyword and semantic results and per later query, time to
+    /// first results cold and warm, wasm retrieval time against the native
+    /// CLI, and browser/CLI parity of the ranked context.
+    Site {
+        /// Index directory (for example IPPL's, from `codegloss index`).
+        #[arg(long)]
+        index: PathBuf,
+        /// Question file (bench format).
+        #[arg(long)]
+        questions: PathBuf,
+        /// Where to write the results JSON.
+        #[arg(long, default_value = "target/bench/site.json")]
+        json: PathBuf,
+    },
     /// Embedding throughput against a bare ort session, index size per
     /// chunk, and re-index time after one edit, on a repository (IPPL).
     Embed {
@@ -199,10 +222,13 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ]))?;
+    // The site tests run the widget in Debian's headless Chromium.
+    let assets = site::assets(&root())?;
+    let npm = site::browser_test_deps()?;
     // The answer tests talk to a real server (SmolLM2-135M on loopback);
     // it is stopped by pid whatever the tests do.
     let url = llm::start(&root(), "smollm2", 8089, 2)?;
-    let tests = run_tests(&url);
+    let tests = run_tests(&url, &assets, &npm);
     llm::stop(&root(), 8089)?;
     let (passed, failed) = tests?;
     run(cargo().args([
@@ -212,6 +238,8 @@ fn ci() -> Result<()> {
         "codegloss-core",
         "-p",
         "codegloss-wasm",
+        "-p",
+        "codegloss-wasm-embed",
         "--target",
         "wasm32-unknown-unknown",
         "--",
@@ -236,11 +264,13 @@ fn ci() -> Result<()> {
 
 /// Run the whole test suite, echoing its output and summing cargo's
 /// `test result:` lines.
-fn run_tests(llm_url: &str) -> Result<(u64, u64)> {
+fn run_tests(llm_url: &str, assets: &Path, npm: &Path) -> Result<(u64, u64)> {
     use std::io::{BufRead, BufReader};
     let mut cmd = cargo();
     cmd.args(["test", "--workspace", "--locked"])
         .env("CODEGLOSS_TEST_LLM_URL", llm_url)
+        .env("CODEGLOSS_SITE_ASSETS", assets)
+        .env("CODEGLOSS_NPM", npm)
         .current_dir(root())
         .stdout(std::process::Stdio::piped());
     eprintln!("+ {cmd:?}");
@@ -313,6 +343,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::Ci => ci(),
         Cmd::Demo { out } => demo(&out),
+        Cmd::SiteAssets => site::assets(&root()).map(|p| println!("{}", p.display())),
         Cmd::LlmServer {
             model,
             port,
@@ -330,6 +361,14 @@ fn main() -> Result<()> {
                 Ok(())
             }
         }
+        Cmd::Bench {
+            which:
+                Bench::Site {
+                    index,
+                    questions,
+                    json,
+                },
+        } => site::bench(&root(), &index, &questions, &json),
         Cmd::Bench {
             which: Bench::Embed { repo, edit, json },
         } => bench_embed(&repo, &edit, &json),

@@ -10,6 +10,8 @@ use crate::lexical::{identifier_parts, stem, LexicalIndex};
 use crate::model::{EdgeKind, EntityKind};
 use crate::vectors::VectorIndex;
 
+use super::features::TextFeatures;
+
 /// Index data plus lookups.
 pub struct Corpus {
     /// The index tables.
@@ -42,11 +44,27 @@ pub struct Corpus {
     pub call_chain_of: BTreeMap<u32, u32>,
     /// Stemmed parts of callable names: the index's own action vocabulary.
     pub callable_vocabulary: BTreeSet<String>,
+    /// Text facts per chunk: retrieval ranks from these, never from the
+    /// text itself, so a corpus whose text is not loaded ranks the same.
+    pub features: TextFeatures,
 }
 
 impl Corpus {
     /// Build the lookups. `lexical` must have been built over `data`.
     pub fn new(data: IndexData, vectors: Option<VectorIndex>, lexical: LexicalIndex) -> Self {
+        let features = TextFeatures::compute(&data);
+        Self::with_features(data, vectors, lexical, features)
+    }
+
+    /// Build the lookups with text features computed elsewhere (the web
+    /// search shard, whose chunks carry no text). `features` must have been
+    /// computed over the full text of the same index.
+    pub fn with_features(
+        data: IndexData,
+        vectors: Option<VectorIndex>,
+        lexical: LexicalIndex,
+        features: TextFeatures,
+    ) -> Self {
         let ne = data.entities.len();
         let mut chunks_of_entity = vec![Vec::new(); ne];
         for c in &data.chunks {
@@ -135,6 +153,7 @@ impl Corpus {
             in_edges,
             call_chain_of,
             callable_vocabulary,
+            features,
         }
     }
 

@@ -12,6 +12,7 @@
 
 pub mod baseline;
 pub mod corpus;
+pub mod features;
 pub mod router;
 pub mod settings;
 pub mod signals;
@@ -28,7 +29,6 @@ pub use signals::QuerySignals;
 use crate::error::CoreError;
 use crate::model::{Chunk, EdgeKind, EntityKind, GlossSource, Scope, SourceType};
 use crate::query::Intent;
-use crate::text::estimate_tokens;
 use signals::name_parts;
 
 /// Where a candidate came from (Table 3, plus BM25).
@@ -161,11 +161,7 @@ impl Retrieval {
     pub fn context_tokens(&self, corpus: &Corpus) -> usize {
         self.chunks
             .iter()
-            .map(|c| {
-                let ch = &corpus.data.chunks[c.chunk as usize];
-                estimate_tokens(&ch.code)
-                    + estimate_tokens(&corpus.data.entities[ch.entity as usize].gloss.text)
-            })
+            .map(|c| corpus.features.of(c.chunk).tokens as usize)
             .sum()
     }
 }
@@ -336,7 +332,7 @@ pub fn retrieve(
             if signals
                 .api_terms
                 .iter()
-                .any(|t| t.contains("::") && c.code.contains(&format!("{t}(")))
+                .any(|t| t.contains("::") && corpus.features.code_contains(c.id, t, true))
             {
                 let d = corpus.distance(query_vector, c.id).unwrap_or(1.0)
                     + if is_noise(c) && !signals.test_intent {
@@ -599,7 +595,7 @@ fn lexical_score(
     if matches!(route.intent, Intent::ApiUsage | Intent::LocationLookup)
         && s.api_terms
             .iter()
-            .any(|t| t.contains("::") && c.code.contains(t.as_str()))
+            .any(|t| t.contains("::") && corpus.features.code_contains(c.id, t, false))
     {
         score += 1.5;
     }
@@ -610,8 +606,7 @@ fn lexical_score(
             .count() as f32;
         score += (0.8 * flow).min(1.6);
         if let Some((a, b)) = &s.data_flow_direction {
-            let text = c.code.to_lowercase();
-            if text.contains(a.as_str()) && text.contains(b.as_str()) {
+            if corpus.lexical.chunk_has_term(a, c.id) && corpus.lexical.chunk_has_term(b, c.id) {
                 score += 0.5;
             }
         }
@@ -957,7 +952,7 @@ fn quality(corpus: &Corpus, c: &Chunk) -> i32 {
     let mut q = 0;
     if e.gloss.source == GlossSource::Model {
         q += 2;
-    } else if !e.gloss.text.is_empty() {
+    } else if corpus.features.of(c.id).has_gloss {
         q += 1;
     }
     if e.doc_comment.is_some() {
@@ -969,21 +964,20 @@ fn quality(corpus: &Corpus, c: &Chunk) -> i32 {
     ) {
         q += 2;
     }
-    if c.code.lines().filter(|l| !l.trim().is_empty()).count() >= 3 {
+    if corpus.features.of(c.id).nonblank_lines >= 3 {
         q += 1;
     }
     if e.gloss.source == GlossSource::SkippedLowInformation {
         q -= 2;
     }
-    if is_trivial_declaration(c) {
+    if is_trivial_declaration(corpus, c) {
         q -= 2;
     }
     q
 }
 
-fn is_trivial_declaration(c: &Chunk) -> bool {
-    let code = c.code.trim();
-    !code.contains('{') && code.lines().count() <= 1 && code.len() < 120
+fn is_trivial_declaration(corpus: &Corpus, c: &Chunk) -> bool {
+    corpus.features.of(c.id).trivial_declaration
 }
 
 /// Drop weak, trivial chunks when a much better chunk from the same local
@@ -1004,7 +998,7 @@ fn final_filter(
         let weak = q[i] <= 0
             && (data.entities[c.entity as usize].gloss.source
                 == GlossSource::SkippedLowInformation
-                || is_trivial_declaration(c));
+                || is_trivial_declaration(corpus, c));
         let better = chosen.iter().enumerate().any(|(j, other)| {
             let o = &data.chunks[other.chunk as usize];
             j != i

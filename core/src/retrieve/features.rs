@@ -1,0 +1,232 @@
+//! What retrieval needs to know about the *text* of each chunk (its code
+//! and its entity's gloss), computed once from that text.
+//!
+//! It exists so that retrieval never reads chunk text directly: the browser
+//! loads a search shard without any text (text is fetched later, only for
+//! the chunks shown or sent to the model), and ranks exactly as the native
+//! CLI does because both rank from these features. Natively they are
+//! computed in [`crate::retrieve::Corpus::new`]; for the web they are
+//! computed by the site writer and shipped in the search shard.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::format::IndexData;
+use crate::text::estimate_tokens;
+
+/// Marks a qualified name that the code follows directly with `(`.
+const CALLED: u32 = 1 << 31;
+
+/// Text facts of one chunk.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChunkFeatures {
+    /// Code lines that are not blank.
+    pub nonblank_lines: u32,
+    /// A one-line declaration without a body (`class X;`, a prototype).
+    pub trivial_declaration: bool,
+    /// Its entity has a non-empty gloss.
+    pub has_gloss: bool,
+    /// Estimated tokens of code plus gloss (the `context_tokens` of a
+    /// retrieval).
+    pub tokens: u32,
+    /// Qualified names in the code (maximal runs of `[A-Za-z0-9_:]` that
+    /// contain `::`), as indices into [`TextFeatures::names`], sorted; the
+    /// high bit is set on a second entry when the code calls the name
+    /// (writes it directly followed by `(`).
+    pub qualified: Vec<u32>,
+}
+
+/// Text facts of every chunk, by chunk id.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TextFeatures {
+    /// Distinct qualified names, sorted.
+    pub names: Vec<String>,
+    /// Per chunk.
+    pub chunks: Vec<ChunkFeatures>,
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == ':'
+}
+
+/// Maximal qualified-name runs of a text: `(run, followed_by_paren)`.
+fn qualified_runs(code: &str) -> Vec<(&str, bool)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in code.char_indices().chain([(code.len(), ' ')]) {
+        match (start, is_name_char(c)) {
+            (None, true) => start = Some(i),
+            (Some(s), false) => {
+                let run = &code[s..i];
+                if run.contains("::") {
+                    out.push((run, c == '('));
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether a chunk's code is a one-line declaration without a body.
+pub fn is_trivial_declaration(code: &str) -> bool {
+    let code = code.trim();
+    !code.contains('{') && code.lines().count() <= 1 && code.len() < 120
+}
+
+impl TextFeatures {
+    /// Compute from an index whose chunks and entities still hold their text.
+    pub fn compute(data: &IndexData) -> Self {
+        Self::from_texts(data.chunks.iter().map(|c| {
+            let gloss = data
+                .entities
+                .get(c.entity as usize)
+                .map_or("", |e| e.gloss.text.as_str());
+            (c.code.as_str(), gloss)
+        }))
+    }
+
+    /// Compute from `(code, gloss)` per chunk, in chunk order.
+    pub fn from_texts<'a>(texts: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
+        let texts: Vec<(&str, &str)> = texts.collect();
+        let mut name_ids: BTreeMap<&str, u32> = BTreeMap::new();
+        let runs: Vec<Vec<(&str, bool)>> =
+            texts.iter().map(|(code, _)| qualified_runs(code)).collect();
+        for (run, _) in runs.iter().flatten() {
+            name_ids.insert(run, 0);
+        }
+        for (i, v) in name_ids.values_mut().enumerate() {
+            *v = i as u32;
+        }
+        let chunks = texts
+            .iter()
+            .zip(&runs)
+            .map(|((code, gloss), runs)| {
+                let mut qualified: Vec<u32> = runs
+                    .iter()
+                    .flat_map(|(r, called)| {
+                        let id = name_ids[r];
+                        [Some(id), called.then_some(id | CALLED)]
+                    })
+                    .flatten()
+                    .collect();
+                qualified.sort_unstable();
+                qualified.dedup();
+                ChunkFeatures {
+                    nonblank_lines: code.lines().filter(|l| !l.trim().is_empty()).count() as u32,
+                    trivial_declaration: is_trivial_declaration(code),
+                    has_gloss: !gloss.is_empty(),
+                    tokens: (estimate_tokens(code) + estimate_tokens(gloss)) as u32,
+                    qualified,
+                }
+            })
+            .collect();
+        TextFeatures {
+            names: name_ids.into_keys().map(str::to_string).collect(),
+            chunks,
+        }
+    }
+
+    /// Check that the features fit an index of `chunks` chunks.
+    pub fn check(&self, chunks: usize) -> Result<(), String> {
+        if self.chunks.len() != chunks {
+            return Err(format!(
+                "features for {} chunks, index has {chunks}",
+                self.chunks.len()
+            ));
+        }
+        let n = self.names.len() as u32;
+        if self
+            .chunks
+            .iter()
+            .flat_map(|c| &c.qualified)
+            .any(|q| q & !CALLED >= n)
+        {
+            return Err("a chunk names a qualified name outside the table".into());
+        }
+        Ok(())
+    }
+
+    fn feature(&self, chunk: u32) -> Option<&ChunkFeatures> {
+        self.chunks.get(chunk as usize)
+    }
+
+    /// Whether the chunk's code contains `term` (a name containing `::`);
+    /// with `called`, directly followed by `(`. Equal to a substring test
+    /// on the code for terms made of name characters; other terms never
+    /// match.
+    pub fn code_contains(&self, chunk: u32, term: &str, called: bool) -> bool {
+        if term.is_empty() || !term.chars().all(is_name_char) {
+            return false;
+        }
+        let Some(f) = self.feature(chunk) else {
+            return false;
+        };
+        f.qualified.iter().any(|&q| {
+            if called != (q & CALLED != 0) {
+                return false;
+            }
+            let name = &self.names[(q & !CALLED) as usize];
+            if called {
+                name.ends_with(term)
+            } else {
+                name.contains(term)
+            }
+        })
+    }
+
+    /// Text facts of a chunk (defaults for an id outside the table).
+    pub fn of(&self, chunk: u32) -> ChunkFeatures {
+        self.feature(chunk).cloned().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_and_calls() {
+        let r = qualified_runs("x = ippl::detail::f(a) + Kokkos::View<int> v; y::z");
+        assert_eq!(
+            r,
+            vec![
+                ("ippl::detail::f", true),
+                ("Kokkos::View", false),
+                ("y::z", false)
+            ]
+        );
+    }
+
+    #[test]
+    fn contains_matches_substring_semantics() {
+        let code = "auto v = ippl::detail::shift(x);\nKokkos::parallel_for(p);";
+        let f = TextFeatures::from_texts([(code, "")].into_iter());
+        for (term, called) in [
+            ("detail::shift", true),
+            ("ippl::detail::shift", true),
+            ("ippl::detail", false),
+            ("ippl::detail", true),
+            ("Kokkos::parallel_for", true),
+            ("s::parallel", false),
+            ("Kokkos::View", false),
+            ("Kokkos::parallel_for<", false),
+        ] {
+            let expected = if called {
+                code.contains(&format!("{term}("))
+            } else {
+                code.contains(term)
+            };
+            let expected = expected && term.chars().all(is_name_char);
+            assert_eq!(
+                f.code_contains(0, term, called),
+                expected,
+                "{term} {called}"
+            );
+        }
+        assert_eq!(f.of(0).nonblank_lines, 2);
+        assert!(!f.of(0).trivial_declaration);
+    }
+}

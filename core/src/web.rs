@@ -1,0 +1,635 @@
+//! The index laid out for the web: what `codegloss index --site` writes and
+//! what the WebAssembly client reads, as one set of types used by both.
+//!
+//! It exists because the native layout (a few whole-table files) makes a
+//! browser download every chunk's code before its first search. Here:
+//! - `codegloss.json`, a small manifest (format version, build id, model
+//!   files with sha256, counts, and every shard with its size and hash), the
+//!   only file a host must not cache for long;
+//! - immutable shards named by the full SHA-256 of their bytes, so hosts can
+//!   cache them forever;
+//! - one *search* shard (metadata, BM25 postings, graph and the text
+//!   features retrieval ranks from, but no code or gloss text), loaded
+//!   first; one *vectors* shard, loaded with semantic search; and *text*
+//!   shards (code and glosses of a run of chunks, 16–64 KiB compressed),
+//!   fetched only for the chunks shown or sent to the model.
+//!
+//! Shards are deflate-compressed here, so the bytes a browser transfers do
+//! not depend on the host's compression. Every decode checks size, hash,
+//! magic, version and kind, and fails with a typed [`CoreError`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::error::CoreError;
+use crate::format::{bincode_config, sha256_hex, Counts, EmbeddingInfo, IndexData, Manifest};
+use crate::lexical::LexicalIndex;
+use crate::model::{Chunk, Edge, Entity, SourceFile};
+use crate::retrieve::features::TextFeatures;
+use crate::retrieve::Corpus;
+use crate::vectors::VectorIndex;
+
+/// Magic number at the start of every shard.
+pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
+/// Version of the web layout; bumped on any incompatible change.
+pub const WEB_FORMAT_VERSION: u32 = 1;
+/// File name of the web manifest inside a site's index folder.
+pub const WEB_MANIFEST: &str = "codegloss.json";
+/// Uncompressed bytes of chunk text per text shard; code compresses about
+/// 3–5×, which puts shards in the 16–64 KiB range.
+pub const TEXT_SHARD_RAW_BYTES: usize = 256 * 1024;
+const SHARD_HEADER: usize = 8 + 4 + 4;
+/// Upper bound on an inflated shard, so a hostile file cannot exhaust memory.
+const INFLATE_LIMIT: usize = 1 << 28;
+
+/// What a shard holds.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardKind {
+    /// [`SearchShard`].
+    Search,
+    /// A [`VectorIndex`] data file.
+    Vectors,
+    /// [`TextShard`].
+    Text,
+}
+
+impl ShardKind {
+    fn tag(self) -> u8 {
+        match self {
+            ShardKind::Search => 1,
+            ShardKind::Vectors => 2,
+            ShardKind::Text => 3,
+        }
+    }
+
+    /// Stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShardKind::Search => "search",
+            ShardKind::Vectors => "vectors",
+            ShardKind::Text => "text",
+        }
+    }
+}
+
+/// One shard as the manifest lists it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ShardInfo {
+    /// What it holds.
+    pub kind: ShardKind,
+    /// Path relative to the manifest: `shards/<kind>-<sha256>.bin`.
+    pub name: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// SHA-256 of the bytes (hex).
+    pub sha256: String,
+    /// For text shards: the first and last chunk id it covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<[u32; 2]>,
+}
+
+/// A model file served with the site (query embedding in the browser).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ModelFile {
+    /// `model` (ONNX) or `tokenizer` (tokenizer.json).
+    pub role: String,
+    /// Path relative to the manifest, named by content hash.
+    pub name: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// SHA-256 (hex); equal to the embedding spec's hash of that file.
+    pub sha256: String,
+}
+
+/// `codegloss.json`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct WebManifest {
+    /// Always `"codegloss-web"`.
+    pub format: String,
+    /// [`WEB_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Version of the tool that wrote it.
+    pub tool_version: String,
+    /// Hash over every shard hash: changes exactly when the content does.
+    pub build_id: String,
+    /// Hash of the indexing configuration.
+    pub config_hash: String,
+    /// Counts of the index.
+    pub counts: Counts,
+    /// Embedding model of the vectors, when the index has them.
+    pub embedding: Option<EmbeddingInfo>,
+    /// Query-embedding model files served with the site (empty when the
+    /// site ships without them: search is then keyword and structure only).
+    pub model_files: Vec<ModelFile>,
+    /// Every shard.
+    pub shards: Vec<ShardInfo>,
+}
+
+impl WebManifest {
+    /// The `format` field value.
+    pub const FORMAT_NAME: &'static str = "codegloss-web";
+
+    /// Serialise as pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("manifest serialises");
+        s.push('\n');
+        s
+    }
+
+    /// Parse and check the format name and version.
+    pub fn from_json(text: &str) -> Result<Self, CoreError> {
+        let m: WebManifest = serde_json::from_str(text).map_err(|e| CoreError::Manifest {
+            message: format!("{WEB_MANIFEST}: {e}"),
+        })?;
+        if m.format != Self::FORMAT_NAME {
+            return Err(CoreError::Manifest {
+                message: format!(
+                    "{WEB_MANIFEST}: format is {:?}, expected {:?}",
+                    m.format,
+                    Self::FORMAT_NAME
+                ),
+            });
+        }
+        if m.format_version != WEB_FORMAT_VERSION {
+            return Err(CoreError::UnsupportedVersion {
+                file: WEB_MANIFEST.into(),
+                found: m.format_version,
+                expected: WEB_FORMAT_VERSION,
+            });
+        }
+        Ok(m)
+    }
+
+    /// The shards of one kind, in manifest order, with their positions.
+    pub fn shards_of(&self, kind: ShardKind) -> impl Iterator<Item = (usize, &ShardInfo)> {
+        self.shards
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| s.kind == kind)
+    }
+
+    /// The one search shard.
+    pub fn search_shard(&self) -> Result<&ShardInfo, CoreError> {
+        self.shards_of(ShardKind::Search)
+            .map(|(_, s)| s)
+            .next()
+            .ok_or_else(|| CoreError::Manifest {
+                message: format!("{WEB_MANIFEST}: no search shard listed"),
+            })
+    }
+
+    /// The vectors shard, when the index has vectors.
+    pub fn vectors_shard(&self) -> Option<&ShardInfo> {
+        self.shards_of(ShardKind::Vectors).map(|(_, s)| s).next()
+    }
+
+    /// Total bytes of the shards of one kind.
+    pub fn bytes_of(&self, kind: ShardKind) -> u64 {
+        self.shards_of(kind).map(|(_, s)| s.bytes).sum()
+    }
+}
+
+/// Everything retrieval needs, without chunk code or gloss text.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SearchShard {
+    /// Files.
+    pub files: Vec<SourceFile>,
+    /// Entities, gloss text and doc comments emptied.
+    pub entities: Vec<Entity>,
+    /// Chunks, code and leading comments emptied.
+    pub chunks: Vec<Chunk>,
+    /// Graph edges.
+    pub edges: Vec<Edge>,
+    /// Keyword index, postings delta-encoded.
+    pub lexical: PackedLexical,
+    /// Text facts that retrieval ranks from.
+    pub features: TextFeatures,
+}
+
+/// [`LexicalIndex`] with each posting list's chunk ids stored as gaps
+/// from the previous one: small numbers, which take one varint byte and
+/// compress well (postings are most of the search shard).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct PackedLexical {
+    /// Field weights.
+    pub weights: crate::lexical::FieldWeights,
+    /// Sorted vocabulary.
+    pub terms: Vec<String>,
+    /// Per term: `(gap to the previous chunk id, weighted tf × 8)`.
+    pub postings: Vec<Vec<(u32, u16)>>,
+    /// Per chunk: weighted length × 8.
+    pub doc_len: Vec<u32>,
+}
+
+impl PackedLexical {
+    /// Pack an index (posting lists are sorted by chunk id).
+    pub fn pack(l: &LexicalIndex) -> Self {
+        PackedLexical {
+            weights: l.weights.clone(),
+            terms: l.terms.clone(),
+            postings: l
+                .postings
+                .iter()
+                .map(|list| {
+                    let mut prev = 0u32;
+                    list.iter()
+                        .map(|&(c, tf)| {
+                            let gap = c - prev;
+                            prev = c;
+                            (gap, tf)
+                        })
+                        .collect()
+                })
+                .collect(),
+            doc_len: l.doc_len.clone(),
+        }
+    }
+
+    /// Unpack, refusing lists whose ids overflow.
+    pub fn unpack(self) -> Option<LexicalIndex> {
+        let postings = self
+            .postings
+            .into_iter()
+            .map(|list| {
+                let mut prev = 0u32;
+                list.into_iter()
+                    .map(|(gap, tf)| {
+                        prev = prev.checked_add(gap)?;
+                        Some((prev, tf))
+                    })
+                    .collect::<Option<Vec<_>>>()
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(LexicalIndex {
+            weights: self.weights,
+            terms: self.terms,
+            postings,
+            doc_len: self.doc_len,
+        })
+    }
+}
+
+/// The text of a run of chunks.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct TextShard {
+    /// `(chunk id, code, leading comment)`.
+    pub chunks: Vec<(u32, String, Option<String>)>,
+    /// `(entity id, gloss text, doc comment)` for the entities whose first
+    /// chunk lies in this shard.
+    pub entities: Vec<(u32, String, Option<String>)>,
+}
+
+fn encode_shard<T: Serialize>(kind: ShardKind, value: &T) -> Result<Vec<u8>, CoreError> {
+    let payload =
+        bincode::serde::encode_to_vec(value, bincode_config()).map_err(|e| CoreError::Encode {
+            file: kind.as_str().into(),
+            message: e.to_string(),
+        })?;
+    Ok(wrap_shard(kind, &payload))
+}
+
+fn wrap_shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
+    let packed = miniz_oxide::deflate::compress_to_vec(payload, 9);
+    let mut out = Vec::with_capacity(SHARD_HEADER + packed.len());
+    out.extend_from_slice(&WEB_MAGIC);
+    out.extend_from_slice(&WEB_FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&[kind.tag(), 0, 0, 0]);
+    out.extend_from_slice(&packed);
+    out
+}
+
+/// Check a shard's bytes against its manifest entry and return the
+/// inflated payload.
+pub fn open_shard(info: &ShardInfo, bytes: &[u8]) -> Result<Vec<u8>, CoreError> {
+    let file = info.name.as_str();
+    let computed = sha256_hex(bytes);
+    if info.bytes != bytes.len() as u64 || info.sha256 != computed {
+        return Err(CoreError::ChecksumMismatch {
+            file: file.into(),
+            stored: info.sha256.clone(),
+            computed,
+        });
+    }
+    if bytes.len() < SHARD_HEADER {
+        return Err(CoreError::Truncated {
+            file: file.into(),
+            got: bytes.len() as u64,
+            expected: SHARD_HEADER as u64,
+        });
+    }
+    if bytes[..8] != WEB_MAGIC {
+        return Err(CoreError::BadMagic { file: file.into() });
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != WEB_FORMAT_VERSION {
+        return Err(CoreError::UnsupportedVersion {
+            file: file.into(),
+            found: version,
+            expected: WEB_FORMAT_VERSION,
+        });
+    }
+    if bytes[12] != info.kind.tag() || bytes[13..16] != [0, 0, 0] {
+        return Err(CoreError::WrongKind {
+            file: file.into(),
+            found: format!("tag {}", bytes[12]),
+            expected: info.kind.as_str().into(),
+        });
+    }
+    miniz_oxide::inflate::decompress_to_vec_with_limit(&bytes[SHARD_HEADER..], INFLATE_LIMIT)
+        .map_err(|e| CoreError::Decode {
+            file: file.into(),
+            message: format!("cannot inflate: {e}"),
+        })
+}
+
+fn decode_shard<T: DeserializeOwned>(info: &ShardInfo, bytes: &[u8]) -> Result<T, CoreError> {
+    let payload = open_shard(info, bytes)?;
+    let (value, used) =
+        bincode::serde::decode_from_slice(&payload, bincode_config()).map_err(|e| {
+            CoreError::Decode {
+                file: info.name.clone(),
+                message: e.to_string(),
+            }
+        })?;
+    if used != payload.len() {
+        return Err(CoreError::Decode {
+            file: info.name.clone(),
+            message: format!("{} bytes left after decoding", payload.len() - used),
+        });
+    }
+    Ok(value)
+}
+
+fn shard(kind: ShardKind, bytes: Vec<u8>, chunks: Option<[u32; 2]>) -> (ShardInfo, Vec<u8>) {
+    let sha256 = sha256_hex(&bytes);
+    (
+        ShardInfo {
+            kind,
+            name: format!("shards/{}-{sha256}.bin", kind.as_str()),
+            bytes: bytes.len() as u64,
+            sha256,
+            chunks,
+        },
+        bytes,
+    )
+}
+
+/// The index of a site: the manifest and every shard's bytes (paths as the
+/// manifest names them). Deterministic: the same index gives the same bytes.
+pub struct SiteIndex {
+    /// `codegloss.json` (without model files; the writer adds them).
+    pub manifest: WebManifest,
+    /// `(path, bytes)` of every shard.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// Lay out a native index for the web.
+pub fn build_site_index(
+    manifest: &Manifest,
+    data: &IndexData,
+    lexical: &LexicalIndex,
+    vectors: Option<&VectorIndex>,
+) -> Result<SiteIndex, CoreError> {
+    let features = TextFeatures::compute(data);
+    let mut entities = data.entities.clone();
+    for e in &mut entities {
+        e.gloss.text.clear();
+        if let Some(d) = &mut e.doc_comment {
+            d.clear();
+        }
+    }
+    let mut chunks = data.chunks.clone();
+    for c in &mut chunks {
+        c.code.clear();
+        if let Some(l) = &mut c.leading_comment {
+            l.clear();
+        }
+    }
+    let search = SearchShard {
+        files: data.files.clone(),
+        entities,
+        chunks,
+        edges: data.edges.clone(),
+        lexical: PackedLexical::pack(lexical),
+        features,
+    };
+    let mut shards = vec![shard(
+        ShardKind::Search,
+        encode_shard(ShardKind::Search, &search)?,
+        None,
+    )];
+    if let Some(v) = vectors {
+        shards.push(shard(
+            ShardKind::Vectors,
+            wrap_shard(ShardKind::Vectors, &v.encode()?),
+            None,
+        ));
+    }
+    // Text shards: consecutive chunk runs of about TEXT_SHARD_RAW_BYTES.
+    let mut first_chunk_of: BTreeMap<u32, u32> = BTreeMap::new();
+    for c in &data.chunks {
+        first_chunk_of.entry(c.entity).or_insert(c.id);
+    }
+    let mut entities_by_first: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (&e, &c) in &first_chunk_of {
+        entities_by_first.entry(c).or_default().push(e);
+    }
+    let mut current = TextShard::default();
+    let mut raw = 0usize;
+    let mut start = 0u32;
+    let total = data.chunks.len();
+    for (i, c) in data.chunks.iter().enumerate() {
+        if current.chunks.is_empty() {
+            start = c.id;
+        }
+        raw += c.code.len() + c.leading_comment.as_ref().map_or(0, String::len);
+        current
+            .chunks
+            .push((c.id, c.code.clone(), c.leading_comment.clone()));
+        for &e in entities_by_first.get(&c.id).into_iter().flatten() {
+            let ent = &data.entities[e as usize];
+            raw += ent.gloss.text.len() + ent.doc_comment.as_ref().map_or(0, String::len);
+            current
+                .entities
+                .push((e, ent.gloss.text.clone(), ent.doc_comment.clone()));
+        }
+        if raw >= TEXT_SHARD_RAW_BYTES || i + 1 == total {
+            let done = std::mem::take(&mut current);
+            shards.push(shard(
+                ShardKind::Text,
+                encode_shard(ShardKind::Text, &done)?,
+                Some([start, c.id]),
+            ));
+            raw = 0;
+        }
+    }
+    let build_id = sha256_hex(
+        shards
+            .iter()
+            .map(|(s, _)| s.sha256.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+            .as_bytes(),
+    )[..16]
+        .to_string();
+    let (infos, bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = shards.into_iter().unzip();
+    let files = infos.iter().map(|s| s.name.clone()).zip(bytes).collect();
+    Ok(SiteIndex {
+        manifest: WebManifest {
+            format: WebManifest::FORMAT_NAME.into(),
+            format_version: WEB_FORMAT_VERSION,
+            tool_version: manifest.tool_version.clone(),
+            build_id,
+            config_hash: manifest.config_hash.clone(),
+            counts: manifest.counts.clone(),
+            embedding: manifest.embedding.clone(),
+            model_files: Vec::new(),
+            shards: infos,
+        },
+        files,
+    })
+}
+
+/// A web index being loaded: the corpus from the search shard, to which
+/// text shards and the vectors are added as they arrive.
+pub struct WebIndex {
+    /// The manifest.
+    pub manifest: WebManifest,
+    /// The corpus; chunk text is present only for loaded text shards.
+    pub corpus: Corpus,
+    loaded: BTreeSet<usize>,
+}
+
+impl WebIndex {
+    /// Open from the manifest and the search shard's bytes.
+    pub fn open(manifest: WebManifest, search: &[u8]) -> Result<Self, CoreError> {
+        let info = manifest.search_shard()?.clone();
+        let s: SearchShard = decode_shard(&info, search)?;
+        let data = IndexData {
+            files: s.files,
+            entities: s.entities,
+            chunks: s.chunks,
+            edges: s.edges,
+        };
+        data.check_ids()?;
+        let inconsistent = |message: String| CoreError::Inconsistent {
+            file: info.name.clone(),
+            message,
+        };
+        s.features.check(data.chunks.len()).map_err(inconsistent)?;
+        let n = data.chunks.len();
+        let lexical = s
+            .lexical
+            .unpack()
+            .filter(|l| {
+                l.doc_len.len() == n
+                    && l.terms.len() == l.postings.len()
+                    && l.postings.iter().flatten().all(|&(c, _)| (c as usize) < n)
+            })
+            .ok_or_else(|| {
+                inconsistent(format!("the keyword index does not fit the {n} chunks"))
+            })?;
+        Ok(WebIndex {
+            manifest,
+            corpus: Corpus::with_features(data, None, lexical, s.features),
+            loaded: BTreeSet::new(),
+        })
+    }
+
+    /// Add the vectors (semantic search).
+    pub fn add_vectors(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
+        let info = self
+            .manifest
+            .vectors_shard()
+            .ok_or_else(|| CoreError::Manifest {
+                message: format!("{WEB_MANIFEST}: the index has no vectors"),
+            })?
+            .clone();
+        let v = VectorIndex::decode(&open_shard(&info, bytes)?)?;
+        if v.len() != self.corpus.data.chunks.len() {
+            return Err(CoreError::Inconsistent {
+                file: info.name,
+                message: format!(
+                    "{} vectors for {} chunks",
+                    v.len(),
+                    self.corpus.data.chunks.len()
+                ),
+            });
+        }
+        self.corpus.chunk_vectors = v.all_vectors();
+        self.corpus.vectors = Some(v);
+        Ok(())
+    }
+
+    /// Whether vectors are loaded.
+    pub fn has_vectors(&self) -> bool {
+        self.corpus.vectors.is_some()
+    }
+
+    fn text_shard_of(&self, chunk: u32) -> Option<usize> {
+        self.manifest
+            .shards_of(ShardKind::Text)
+            .find(|(_, s)| s.chunks.is_some_and(|[a, b]| a <= chunk && chunk <= b))
+            .map(|(i, _)| i)
+    }
+
+    /// Positions (in the manifest's shard list) of the text shards still
+    /// needed to show these chunks with their code and glosses.
+    pub fn missing_text(&self, chunks: &[u32]) -> Vec<usize> {
+        let mut need = BTreeSet::new();
+        for &c in chunks {
+            let Some(chunk) = self.corpus.data.chunks.get(c as usize) else {
+                continue;
+            };
+            let first = self.corpus.first_chunk(chunk.entity).unwrap_or(c);
+            for id in [c, first] {
+                if let Some(s) = self.text_shard_of(id) {
+                    if !self.loaded.contains(&s) {
+                        need.insert(s);
+                    }
+                }
+            }
+        }
+        need.into_iter().collect()
+    }
+
+    /// Add a text shard (its position in the manifest's shard list).
+    pub fn add_text(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+        let info = self
+            .manifest
+            .shards
+            .get(position)
+            .filter(|s| s.kind == ShardKind::Text)
+            .ok_or_else(|| CoreError::Manifest {
+                message: format!("{WEB_MANIFEST}: no text shard at position {position}"),
+            })?
+            .clone();
+        let t: TextShard = decode_shard(&info, bytes)?;
+        let data = &mut self.corpus.data;
+        let bad = |what: &str, id: u32| CoreError::Inconsistent {
+            file: info.name.clone(),
+            message: format!("{what} {id} is outside the index"),
+        };
+        for (id, code, comment) in t.chunks {
+            let c = data
+                .chunks
+                .get_mut(id as usize)
+                .ok_or_else(|| bad("chunk", id))?;
+            c.code = code;
+            c.leading_comment = comment;
+        }
+        for (id, gloss, doc) in t.entities {
+            let e = data
+                .entities
+                .get_mut(id as usize)
+                .ok_or_else(|| bad("entity", id))?;
+            e.gloss.text = gloss;
+            e.doc_comment = doc;
+        }
+        self.loaded.insert(position);
+        Ok(())
+    }
+}

@@ -1,0 +1,321 @@
+//! The static site end to end: `codegloss index --site` on the fixture
+//! (plus `tests/fixtures/site-extra`, a header whose comments hold HTML),
+//! `codegloss serve`, then Debian's headless Chromium driven by
+//! playwright-core: the widget test (`tests/browser/widget.test.mjs`) and
+//! the parity check (the browser's ranked context equals `codegloss query
+//! --json` for every fixture question).
+//!
+//! `cargo xtask ci` builds the widget assets and installs the browser and
+//! playwright-core first, and passes them in `CODEGLOSS_SITE_ASSETS` and
+//! `CODEGLOSS_NPM`. Without them the browser tests skip with a message
+//! outside CI, and fail under CI.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_codegloss"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn env_path(name: &str, what: &str) -> Option<PathBuf> {
+    match std::env::var_os(name) {
+        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{name} is not set: run the tests through `cargo xtask ci`, which provides {what}"
+            );
+            eprintln!("skipping: {name} is not set ({what}; `cargo xtask ci` provides it)");
+            None
+        }
+    }
+}
+
+/// Built widget assets and the npm folder, when the browser tests can run.
+fn browser_setup() -> Option<(PathBuf, PathBuf)> {
+    let assets = env_path("CODEGLOSS_SITE_ASSETS", "the built widget assets")?;
+    let npm = env_path("CODEGLOSS_NPM", "playwright-core")?;
+    Some((assets, npm))
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let to = dst.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+}
+
+struct Site {
+    index: PathBuf,
+    site: PathBuf,
+}
+
+/// The fixture site, built once per test binary (kept until the process ends).
+fn site(assets: &Path) -> &'static Site {
+    static S: OnceLock<Site> = OnceLock::new();
+    S.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let repo = dir.join("repo");
+        copy_tree(&root().join("tests/fixtures/sci-demo"), &repo);
+        copy_tree(&root().join("tests/fixtures/site-extra"), &repo);
+        let (index, site) = (dir.join("index"), dir.join("site"));
+        let o = bin()
+            .args(["index", repo.to_str().unwrap(), "--out"])
+            .arg(&index)
+            .arg("--site")
+            .arg(&site)
+            .arg("--assets")
+            .arg(assets)
+            .arg("--quiet")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(stdout.contains("site written to"), "{stdout}");
+        Site { index, site }
+    })
+}
+
+/// `codegloss serve` on a free port, killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(dir: &Path) -> Server {
+        let mut child = bin()
+            .arg("serve")
+            .arg(dir)
+            .args(["--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(
+            line.starts_with("http://127.0.0.1:"),
+            "serve printed {line:?}"
+        );
+        Server {
+            child,
+            url: line.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn node(script: &str, npm: &Path, envs: &[(&str, String)]) -> String {
+    let o = Command::new("node")
+        .arg(root().join("tests/browser").join(script))
+        .env("CODEGLOSS_NPM", npm)
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("node (Node.js) must be installed");
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprintln!("{out}");
+    assert!(o.status.success(), "{script} failed:\n{out}");
+    out
+}
+
+#[test]
+fn widget_in_headless_chromium() {
+    let Some((assets, npm)) = browser_setup() else {
+        return;
+    };
+    let site = site(&assets);
+    let server = Server::start(&site.site);
+    // A port where nothing listens: the answer endpoint is down.
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let shots = root().join("target/screenshots/site");
+    std::fs::create_dir_all(&shots).unwrap();
+    let llm = std::env::var("CODEGLOSS_TEST_LLM_URL").unwrap_or_default();
+    let out = node(
+        "widget.test.mjs",
+        &npm,
+        &[
+            ("SITE_URL", server.url.clone()),
+            ("LLM_URL", llm.clone()),
+            ("LLM_MODEL", "smollm2".into()),
+            ("DOWN_URL", format!("http://127.0.0.1:{down}/v1")),
+            ("SCREENSHOT_DIR", shots.to_string_lossy().into_owned()),
+        ],
+    );
+    assert!(!out.contains("FAIL"), "{out}");
+    if !llm.is_empty() {
+        assert!(
+            out.contains("ok answer"),
+            "the streaming answer check did not run:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn the_browser_ranks_like_the_cli() {
+    let Some((assets, npm)) = browser_setup() else {
+        return;
+    };
+    let site = site(&assets);
+    let server = Server::start(&site.site);
+    let questions: Vec<String> =
+        std::fs::read_to_string(root().join("tests/fixtures/questions/sci-demo.jsonl"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["question"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .chain([
+                "inert markup sanitizer".to_string(),
+                "What does picsim::detail::HaloCells::fillHalo call?".to_string(),
+            ])
+            .collect();
+    let key = |chunks: &serde_json::Value| -> Vec<String> {
+        chunks
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {}:{}-{} {}",
+                    c["chunk"], c["role"], c["path"], c["start_line"], c["end_line"], c["sources"]
+                )
+            })
+            .collect()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let qfile = tmp.path().join("q.json");
+    std::fs::write(&qfile, serde_json::to_string(&questions).unwrap()).unwrap();
+    // Keyword and structure only, then hybrid with the query embedded in
+    // the browser (onnxruntime-web) against the CLI's native ONNX Runtime.
+    for semantic in [false, true] {
+        let out = tmp.path().join(format!("ranked-{semantic}.json"));
+        node(
+            "parity.mjs",
+            &npm,
+            &[
+                ("SITE_URL", server.url.clone()),
+                ("QUESTIONS", qfile.to_string_lossy().into_owned()),
+                ("OUT", out.to_string_lossy().into_owned()),
+                ("SEMANTIC", if semantic { "1" } else { "0" }.into()),
+            ],
+        );
+        let ranked: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert_eq!(ranked.len(), questions.len());
+        for (q, browser) in questions.iter().zip(&ranked) {
+            let mut cmd = bin();
+            cmd.arg("query").arg(&site.index).arg(q).arg("--json");
+            if !semantic {
+                cmd.arg("--no-vectors");
+            }
+            let o = cmd.output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let native: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let b = &browser["result"];
+            assert_eq!(b["semantic"], serde_json::json!(semantic), "{q}");
+            assert!(!key(&native["chunks"]).is_empty(), "{q}: nothing retrieved");
+            assert_eq!(
+                key(&b["chunks"]),
+                key(&native["chunks"]),
+                "{q} (semantic: {semantic})"
+            );
+            assert_eq!(b["files"], native["files"], "{q}");
+            assert_eq!(b["context_tokens"], native["context_tokens"], "{q}");
+        }
+    }
+}
+
+#[test]
+fn site_errors_are_clear() {
+    let tmp = tempfile::tempdir().unwrap();
+    // No assets where pointed.
+    let o = bin()
+        .args(["site", tmp.path().to_str().unwrap(), "--out"])
+        .arg(tmp.path().join("site"))
+        .arg("--assets")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cargo xtask site-assets"), "{err}");
+    // Serving a folder that is not a site.
+    let o = bin()
+        .arg("serve")
+        .arg(tmp.path())
+        .args(["--port", "0"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is not a codegloss site"), "{err}");
+}
+
+#[test]
+fn rewriting_a_site_keeps_its_page_and_clears_stale_shards() {
+    let Some((assets, _)) = browser_setup() else {
+        return;
+    };
+    let site = site(&assets);
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("site");
+    // A maintainer's own landing page stays; a stale shard goes; other files stay.
+    std::fs::create_dir_all(dir.join("index/shards")).unwrap();
+    std::fs::write(dir.join("index.html"), "<h1>our docs</h1>").unwrap();
+    let stale = dir.join(format!("index/shards/text-{}.bin", "0".repeat(64)));
+    std::fs::write(&stale, "old").unwrap();
+    std::fs::write(dir.join("index/shards/notes.txt"), "mine").unwrap();
+    let o = bin()
+        .arg("site")
+        .arg(&site.index)
+        .arg("--out")
+        .arg(&dir)
+        .arg("--assets")
+        .arg(&assets)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("index.html")).unwrap(),
+        "<h1>our docs</h1>"
+    );
+    assert!(!stale.exists());
+    assert!(dir.join("index/shards/notes.txt").exists());
+    // The same index gives the same manifest as the first site.
+    assert_eq!(
+        std::fs::read(dir.join("index/codegloss.json")).unwrap(),
+        std::fs::read(site.site.join("index/codegloss.json")).unwrap()
+    );
+}

@@ -1,0 +1,231 @@
+// The codegloss Web Worker: owns the index and every network call, so the
+// page never freezes. It loads the wasm engine (codegloss-core compiled to
+// WebAssembly), fetches the index manifest and shards (immutable shards go
+// through the Cache API), runs searches, builds the answer prompt and
+// streams the answer from the configured OpenAI-compatible endpoint.
+// The protocol with the widget is documented in site/README.md.
+
+import init, { Engine, searchShard, chatCompletion } from './pkg/codegloss_wasm.js';
+
+const ANSWER_BUDGET_TOKENS = 3000;
+const ANSWER_TEMPERATURE = 0.1;
+const ANSWER_MAX_TOKENS = 512;
+const ANSWER_TIMEOUT_MS = 300000;
+const SHARD_CACHE = 'codegloss-shards-v1';
+
+let engine = null;
+let indexBase = null;
+// Semantic search: onnxruntime-web session and the query encoder, loaded
+// lazily after the first keyword results.
+let semantic = null;
+let semanticLoad = null;
+let bytesFetched = 0;
+// Searches run one at a time (they share the engine's last retrieval);
+// answer streaming runs outside this chain.
+let chain = Promise.resolve();
+
+const post = (msg) => self.postMessage(msg);
+const message = (e) => (e && e.message) ? e.message : String(e);
+
+async function fetchBytes(url, { immutable }) {
+  const cache = immutable && self.caches ? await self.caches.open(SHARD_CACHE).catch(() => null) : null;
+  if (cache) {
+    const hit = await cache.match(url);
+    if (hit) return new Uint8Array(await hit.arrayBuffer());
+  }
+  let response;
+  try {
+    response = await fetch(url, { cache: immutable ? 'default' : 'no-cache' });
+  } catch (e) {
+    throw new Error(`cannot fetch ${url}: ${message(e)}`);
+  }
+  if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+  const buffer = await response.arrayBuffer();
+  bytesFetched += buffer.byteLength;
+  if (cache) {
+    await cache.put(url, new Response(buffer.slice(0), { headers: { 'content-type': 'application/octet-stream' } })).catch(() => {});
+  }
+  return new Uint8Array(buffer);
+}
+
+async function open(indexUrl) {
+  await init();
+  indexBase = new URL('.', indexUrl);
+  const manifestText = new TextDecoder().decode(await fetchBytes(indexUrl, { immutable: false }));
+  const searchName = searchShard(manifestText);
+  const search = await fetchBytes(new URL(searchName, indexBase).href, { immutable: true });
+  engine = new Engine(manifestText, search, '{}');
+  const info = JSON.parse(engine.info());
+  const why = semanticUnavailable(info);
+  post({ type: 'ready', info: { ...info, semantic: why ? 'off' : 'pending', semantic_message: why || '' } });
+  if (why) post({ type: 'semantic', state: 'off', message: why });
+}
+
+function semanticUnavailable(info) {
+  if (!info.embedding || !info.vectors) return 'the index has no vectors';
+  const roles = new Set(info.model_files.map((f) => f.role));
+  if (!roles.has('model') || !roles.has('tokenizer')) return 'the site ships no query-embedding model';
+  return null;
+}
+
+async function sha256Hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+async function modelFile(info, role) {
+  const f = info.model_files.find((m) => m.role === role);
+  const bytes = await fetchBytes(new URL(f.name, indexBase).href, { immutable: true });
+  if (crypto.subtle && (await sha256Hex(bytes)) !== f.sha256) {
+    throw new Error(`${f.name}: sha256 does not match the index manifest`);
+  }
+  return bytes;
+}
+
+// Load the embedding runtime, model, tokenizer and vectors; afterwards
+// searches are hybrid (dense + keyword), exactly as `codegloss query`.
+async function loadSemantic() {
+  const info = JSON.parse(engine.info());
+  if (semanticUnavailable(info)) return;
+  post({ type: 'semantic', state: 'loading', message: 'loading the embedding model' });
+  try {
+    const ortUrl = new URL('./ort/ort.wasm.min.mjs', import.meta.url).href;
+    const embedUrl = new URL('./embed/codegloss_wasm_embed.js', import.meta.url).href;
+    const [ort, embedModule, model, tokenizer, vectors] = await Promise.all([
+      import(ortUrl),
+      import(embedUrl).then(async (m) => { await m.default(); return m; }),
+      modelFile(info, 'model'),
+      modelFile(info, 'tokenizer'),
+      fetchBytes(new URL(info.vectors.name, indexBase).href, { immutable: true }),
+    ]);
+    // Our own copy of the runtime, single-threaded (no cross-origin
+    // isolation needed), never a CDN.
+    ort.env.wasm.wasmPaths = new URL('./ort/', import.meta.url).href;
+    ort.env.wasm.numThreads = 1;
+    ort.env.wasm.proxy = false;
+    const session = await ort.InferenceSession.create(model, { executionProviders: ['wasm'] });
+    const encoder = new embedModule.QueryEncoder(tokenizer, engine.embeddingSpec());
+    engine.addVectors(vectors);
+    const preferred = ['last_hidden_state', 'token_embeddings', 'sentence_embedding'];
+    const output = preferred.find((n) => session.outputNames.includes(n)) || session.outputNames[0];
+    semantic = { ort, session, encoder, output };
+    post({ type: 'semantic', state: 'on', message: `${info.embedding.model_id} in the browser` });
+  } catch (e) {
+    semantic = null;
+    post({ type: 'semantic', state: 'off', message: `the embedding model did not load: ${message(e)}` });
+  }
+}
+
+// The query vector of a question, or undefined before semantic search is on.
+async function embed(query) {
+  if (!semantic) return undefined;
+  const { ort, session, encoder, output } = semantic;
+  const enc = encoder.encode(engine.queryText(query));
+  const tensor = (values) => new ort.Tensor('int64', BigInt64Array.from(values, (v) => BigInt(v)), [1, values.length]);
+  const all = { input_ids: enc.ids, attention_mask: enc.mask, token_type_ids: enc.type_ids };
+  const feeds = {};
+  for (const name of session.inputNames) {
+    if (!(name in all)) throw new Error(`the model wants an input ${name} that codegloss does not fill`);
+    feeds[name] = tensor(all[name]);
+  }
+  const out = (await session.run(feeds))[output];
+  return encoder.pool(BigInt64Array.from(out.dims, (d) => BigInt(d)), out.data);
+}
+
+function startSemantic() {
+  if (!semanticLoad) semanticLoad = loadSemantic();
+  return semanticLoad;
+}
+
+// Search and load the text of every chunk found; returns the cards.
+async function search(query) {
+  const started = performance.now();
+  const before = bytesFetched;
+  const vector = await embed(query);
+  const embedMs = performance.now() - started;
+  const result = JSON.parse(engine.search(query, undefined, vector));
+  const searchMs = performance.now() - started - embedMs;
+  await Promise.all(result.missing.map(async (m) => {
+    const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
+    engine.addText(m.position, bytes);
+  }));
+  const cards = JSON.parse(engine.cards());
+  return {
+    result,
+    cards,
+    stats: { ms: performance.now() - started, embed_ms: embedMs, search_ms: searchMs, bytes: bytesFetched - before },
+  };
+}
+
+async function handleSearch(id, query) {
+  const { result, cards, stats } = await search(query);
+  post({ type: 'results', id, query, semantic: result.semantic, cards, stats, ranked: result.chunks, files: result.files });
+  // The embedding model loads after the first keyword results are shown.
+  startSemantic();
+  return result;
+}
+
+async function handleAsk(id, query, settings) {
+  let prompt;
+  // The search and prompt run in the chain; the answer streams outside it.
+  await (chain = chain.then(async () => {
+    await handleSearch(id, query);
+    prompt = JSON.parse(engine.prompt(ANSWER_BUDGET_TOKENS));
+  }));
+  const endpoint = (settings && settings.endpoint || '').trim();
+  const model = (settings && settings.model || '').trim();
+  if (!endpoint) throw Object.assign(new Error('no answer endpoint is set (open the settings)'), { answer: true });
+  post({ type: 'answer-start', id, model, prompt_signature: prompt.prompt_signature });
+  let reply;
+  try {
+    reply = JSON.parse(await chatCompletion(
+      endpoint, model, settings.apiKey || undefined, JSON.stringify(prompt.messages),
+      ANSWER_TEMPERATURE, ANSWER_MAX_TOKENS, ANSWER_TIMEOUT_MS, true,
+      (text) => post({ type: 'answer-delta', id, text }),
+    ));
+  } catch (e) {
+    throw Object.assign(new Error(message(e)), { answer: true });
+  }
+  const checked = JSON.parse(Engine.citations(reply.text, JSON.stringify(prompt.context)));
+  post({
+    type: 'answer-done', id, text: reply.text, citations: checked.citations, invalid: checked.invalid,
+    cited_share: checked.cited_share, prompt_tokens: reply.prompt_tokens, completion_tokens: reply.completion_tokens,
+  });
+}
+
+let opened = null;
+self.onmessage = async (event) => {
+  const msg = event.data || {};
+  try {
+    if (msg.type === 'init') {
+      opened = open(msg.index);
+      await opened;
+      return;
+    }
+    if (!opened) throw new Error('the worker was not initialised');
+    await opened;
+    if (msg.type === 'search') {
+      await (chain = chain.then(() => handleSearch(msg.id, msg.query)));
+    } else if (msg.type === 'ask') {
+      await handleAsk(msg.id, msg.query, msg.settings);
+    } else if (msg.type === 'semantic') {
+      // Load semantic search now (benchmarks and parity checks).
+      await startSemantic();
+      post({ type: 'semantic-done', id: msg.id, on: semantic !== null });
+    } else if (msg.type === 'rank') {
+      // Parity and benchmarks: ranked context only, no text fetched;
+      // `ms` is retrieval alone, `embed_ms` the query embedding.
+      await (chain = chain.then(async () => {
+        const t0 = performance.now();
+        const vector = msg.semantic === false ? undefined : await embed(msg.query);
+        const t1 = performance.now();
+        const result = JSON.parse(engine.search(msg.query, undefined, vector));
+        post({ type: 'ranked', id: msg.id, ms: performance.now() - t1, embed_ms: t1 - t0, result, vector: msg.vector ? Array.from(vector || []) : undefined });
+      }));
+    }
+  } catch (e) {
+    if (e && e.answer) post({ type: 'answer-error', id: msg.id, message: message(e) });
+    else post({ type: 'error', id: msg.id, message: message(e) });
+    chain = Promise.resolve();
+  }
+};

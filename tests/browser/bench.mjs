@@ -1,0 +1,114 @@
+// The site benchmark (`cargo xtask bench site`), in headless Chromium with
+// a cold cache: bytes transferred (body + headers, as the browser reports
+// them) before the first keyword results and before the first semantic
+// results, bytes per later query, time to first results cold and warm,
+// and retrieval time per query in wasm, for every question, with the
+// ranked chunks for the parity check against the native CLI.
+// Env: SITE_URL, QUESTIONS (JSON array of strings), OUT (JSON file).
+
+import fs from 'node:fs';
+import { launch } from './lib.mjs';
+
+const questions = JSON.parse(fs.readFileSync(process.env.QUESTIONS, 'utf8'));
+const site = process.env.SITE_URL;
+const out = { site };
+const browser = await launch();
+
+function meter(page) {
+  const m = { bytes: 0, requests: [] };
+  page.on('requestfinished', async (r) => {
+    const s = await r.sizes().catch(() => null);
+    if (!s) return;
+    const bytes = s.responseBodySize + s.responseHeadersSize;
+    m.bytes += bytes;
+    m.requests.push({ url: r.url().replace(site, ''), bytes });
+  });
+  return m;
+}
+const settle = () => new Promise((r) => setTimeout(r, 300));
+const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+
+try {
+  // 1. The widget as a visitor meets it: cold, then warm (same context, reload).
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const net = meter(page);
+  const firstResults = async () => {
+    const t0 = Date.now();
+    await page.goto(site);
+    const input = page.locator('[data-testid="cg-input"]');
+    await input.fill(questions[0]);
+    await page.locator('[data-testid="cg-card"]').first().waitFor({ timeout: 60000 });
+    return Date.now() - t0;
+  };
+  out.cold_first_results_ms = await firstResults();
+  await settle();
+  out.bytes_before_first_keyword_results = net.bytes;
+  out.first_keyword_requests = [...net.requests];
+  // The widget now loads semantic search in the background; let it finish.
+  await page.waitForTimeout(1000);
+  await page.waitForLoadState('networkidle', { timeout: 120000 }).catch(() => {});
+  out.warm_first_results_ms = await firstResults();
+  await context.close();
+
+  // 2. The worker directly (what the widget drives), cold cache: exact
+  // phases, semantic flags and per-query bytes.
+  const ctx2 = await browser.newContext();
+  const p2 = await ctx2.newPage();
+  await p2.goto(new URL('index/codegloss.json', site).href);
+  await settle();
+  const net2 = meter(p2);
+  await p2.evaluate(() => {
+    const w = new Worker(new URL('/codegloss/worker.js', location.href), { type: 'module' });
+    const waiting = new Map();
+    w.onmessage = (e) => { const m = e.data; if (m.id !== undefined && waiting.has(m.id)) { waiting.get(m.id)(m); waiting.delete(m.id); } else if (m.type === 'ready') { waiting.get('ready')(m); } };
+    let next = 0;
+    window.__ask = (msg) => new Promise((resolve) => { const id = msg.id ?? next++; waiting.set(id, resolve); w.postMessage({ ...msg, id }); });
+    window.__ready = new Promise((resolve) => waiting.set('ready', resolve));
+    w.postMessage({ type: 'init', index: new URL('/index/codegloss.json', location.href).href });
+  });
+  await p2.evaluate(() => window.__ready);
+  const search = (q) => p2.evaluate((q) => window.__ask({ type: 'search', query: q }), q);
+  const r0 = await search(questions[0]);
+  await settle();
+  out.worker_bytes_first_keyword_results = net2.bytes;
+  out.first_results_semantic = r0.semantic;
+  const sem = await p2.evaluate(() => window.__ask({ type: 'semantic' }));
+  out.semantic_loaded = sem.on;
+  const r1 = await search(questions[1]);
+  await settle();
+  out.worker_bytes_first_semantic_results = net2.bytes;
+  out.semantic_results = r1.semantic;
+  out.semantic_requests = net2.requests.filter((r) => !out.first_keyword_requests.some((k) => k.url === r.url));
+  const later = [];
+  for (const q of questions.slice(2, 22)) {
+    const before = net2.bytes;
+    await search(q);
+    await settle();
+    later.push(net2.bytes - before);
+  }
+  out.later_query_bytes = { n: later.length, mean: later.reduce((a, b) => a + b, 0) / later.length, p50: percentile(later, 50), max: Math.max(...later) };
+
+  // 3. Retrieval time per question in wasm, keyword-only and hybrid, with
+  // the ranked chunks for the parity check.
+  for (const semantic of [false, true]) {
+    const rows = [];
+    for (const q of questions) {
+      const r = await p2.evaluate(({ q, semantic }) => window.__ask({ type: 'rank', query: q, semantic }), { q, semantic });
+      rows.push({ question: q, ms: r.ms, embed_ms: r.embed_ms, semantic: r.result.semantic, chunks: r.result.chunks.map((c) => [c.chunk, c.role]), files: r.result.files, context_tokens: r.result.context_tokens });
+    }
+    out[semantic ? 'hybrid' : 'keyword'] = {
+      retrieval_ms: { p50: percentile(rows.map((r) => r.ms), 50), p95: percentile(rows.map((r) => r.ms), 95) },
+      embed_ms: semantic ? { p50: percentile(rows.map((r) => r.embed_ms), 50), p95: percentile(rows.map((r) => r.embed_ms), 95) } : null,
+      rows,
+    };
+  }
+  await ctx2.close();
+} finally {
+  await browser.close();
+}
+fs.writeFileSync(process.env.OUT, JSON.stringify(out, null, 1));
+console.log(`bench written to ${process.env.OUT}`);

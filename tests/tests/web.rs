@@ -1,0 +1,192 @@
+//! The web layout of the index (`core::web`) over the fixture: the browser's
+//! reader gets back exactly the native tables, ranks exactly as the native
+//! corpus does, is deterministic, and rejects every kind of damage with a
+//! typed error.
+
+use std::sync::OnceLock;
+
+use codegloss_core::format::{sha256_hex, Manifest};
+use codegloss_core::lexical::LexicalIndex;
+use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
+use codegloss_core::web::{build_site_index, ShardKind, SiteIndex, WebIndex, WebManifest};
+use codegloss_core::{CoreError, IndexData};
+use codegloss_indexer::{build, Config};
+use codegloss_tests::fixture_repo;
+use indicatif::ProgressBar;
+
+fn native() -> &'static (Manifest, IndexData, LexicalIndex) {
+    static N: OnceLock<(Manifest, IndexData, LexicalIndex)> = OnceLock::new();
+    N.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = build::build_index(&fixture_repo(), &Config::default(), &ProgressBar::hidden())
+            .unwrap();
+        codegloss_indexer::store::write_index(dir.path(), &out.data, None, "test").unwrap();
+        let (manifest, data) = codegloss_indexer::store::read_index(dir.path()).unwrap();
+        let lexical = codegloss_indexer::store::read_lexical(dir.path(), &manifest).unwrap();
+        (manifest, data, lexical)
+    })
+}
+
+fn site() -> SiteIndex {
+    let (m, d, l) = native();
+    build_site_index(m, d, l, None).unwrap()
+}
+
+fn bytes_of<'a>(site: &'a SiteIndex, name: &str) -> &'a [u8] {
+    &site.files.iter().find(|(n, _)| n == name).unwrap().1
+}
+
+fn open(site: &SiteIndex) -> WebIndex {
+    let search = site.manifest.search_shard().unwrap();
+    WebIndex::open(site.manifest.clone(), bytes_of(site, &search.name)).unwrap()
+}
+
+const QUESTIONS: [&str; 6] = [
+    "Where is accumulateHalo defined?",
+    "How are halo cells exchanged between neighbouring ranks?",
+    "What is the purpose of Picsim.cpp?",
+    "How do I build the project with heFFTe?",
+    "What does picsim::detail::HaloCells::fillHalo call?",
+    "How does the particle layout update particles after a push?",
+];
+
+#[test]
+fn shards_are_content_addressed_and_sized() {
+    let s = site();
+    let m = &s.manifest;
+    assert_eq!(m.shards_of(ShardKind::Search).count(), 1);
+    assert!(m.shards_of(ShardKind::Text).count() >= 1);
+    for (info, (name, bytes)) in m.shards.iter().zip(&s.files) {
+        assert_eq!(&info.name, name);
+        assert_eq!(info.sha256, sha256_hex(bytes));
+        assert_eq!(info.bytes, bytes.len() as u64);
+        assert!(name.ends_with(&format!("{}.bin", info.sha256)));
+    }
+    // Text shards cover every chunk exactly once, in order.
+    let mut next = 0u32;
+    for (_, t) in m.shards_of(ShardKind::Text) {
+        let [a, b] = t.chunks.unwrap();
+        assert_eq!(a, next);
+        assert!(b >= a);
+        next = b + 1;
+    }
+    assert_eq!(next as u64, m.counts.chunks);
+    // The manifest round-trips through JSON.
+    assert_eq!(&WebManifest::from_json(&m.to_json()).unwrap(), m);
+}
+
+#[test]
+fn deterministic() {
+    let (a, b) = (site(), site());
+    assert_eq!(a.manifest.to_json(), b.manifest.to_json());
+    assert_eq!(a.files, b.files);
+}
+
+#[test]
+fn search_shard_holds_no_text_and_text_shards_restore_it() {
+    let s = site();
+    let mut w = open(&s);
+    let (_, data, _) = native();
+    assert!(w.corpus.data.chunks.iter().all(|c| c.code.is_empty()));
+    assert!(w
+        .corpus
+        .data
+        .entities
+        .iter()
+        .all(|e| e.gloss.text.is_empty()));
+    let all: Vec<u32> = (0..data.chunks.len() as u32).collect();
+    let missing = w.missing_text(&all);
+    assert_eq!(missing.len(), s.manifest.shards_of(ShardKind::Text).count());
+    for p in missing {
+        let name = s.manifest.shards[p].name.clone();
+        w.add_text(p, bytes_of(&s, &name)).unwrap();
+    }
+    assert!(w.missing_text(&all).is_empty());
+    assert_eq!(&w.corpus.data, data);
+}
+
+#[test]
+fn the_web_corpus_ranks_like_the_native_one() {
+    let (_, data, lexical) = native();
+    let native = Corpus::new(data.clone(), None, lexical.clone());
+    let w = open(&site());
+    let settings = RetrievalSettings::default();
+    for q in QUESTIONS {
+        let a = retrieve(&native, q, None, &settings).unwrap();
+        let b = retrieve(&w.corpus, q, None, &settings).unwrap();
+        assert_eq!(a.chunks, b.chunks, "{q}");
+        assert_eq!(
+            a.context_tokens(&native),
+            b.context_tokens(&w.corpus),
+            "{q}"
+        );
+    }
+}
+
+#[test]
+fn damage_is_a_typed_error() {
+    let s = site();
+    let info = s.manifest.search_shard().unwrap().clone();
+    let good = bytes_of(&s, &info.name).to_vec();
+    let open_with = |bytes: &[u8], manifest: &WebManifest| {
+        WebIndex::open(manifest.clone(), bytes)
+            .map(|_| ())
+            .unwrap_err()
+    };
+    // A flipped byte: the hash no longer matches.
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    assert!(matches!(
+        open_with(&flipped, &s.manifest),
+        CoreError::ChecksumMismatch { .. }
+    ));
+    // Truncated.
+    assert!(matches!(
+        open_with(&good[..good.len() - 10], &s.manifest),
+        CoreError::ChecksumMismatch { .. }
+    ));
+    // A manifest that vouches for bad bytes: the format checks still catch them.
+    let vouch = |bytes: &[u8]| {
+        let mut m = s.manifest.clone();
+        let sh = m.shards.iter_mut().find(|x| x.name == info.name).unwrap();
+        sh.sha256 = sha256_hex(bytes);
+        sh.bytes = bytes.len() as u64;
+        open_with(bytes, &m)
+    };
+    let mut magic = good.clone();
+    magic[0] = b'X';
+    assert!(matches!(vouch(&magic), CoreError::BadMagic { .. }));
+    let mut version = good.clone();
+    version[8] = 99;
+    assert!(matches!(
+        vouch(&version),
+        CoreError::UnsupportedVersion { found: 99, .. }
+    ));
+    let mut kind = good.clone();
+    kind[12] = 3;
+    assert!(matches!(vouch(&kind), CoreError::WrongKind { .. }));
+    let mut body = good.clone();
+    let last = body.len() - 1;
+    body[last] ^= 0xff;
+    body.truncate(body.len() - 100);
+    assert!(matches!(vouch(&body), CoreError::Decode { .. }));
+    assert!(matches!(vouch(&good[..5]), CoreError::Truncated { .. }));
+    // A text shard handed in at the wrong position.
+    let mut w = open(&s);
+    let (p, t) = s.manifest.shards_of(ShardKind::Text).next().unwrap();
+    assert!(w.add_text(p + 1000, bytes_of(&s, &t.name)).is_err());
+    assert!(
+        w.add_text(0, bytes_of(&s, &t.name)).is_err(),
+        "position 0 is the search shard"
+    );
+    // A manifest of another format or version.
+    let mut m = s.manifest.clone();
+    m.format_version = 99;
+    assert!(matches!(
+        WebManifest::from_json(&m.to_json()),
+        Err(CoreError::UnsupportedVersion { found: 99, .. })
+    ));
+    assert!(WebManifest::from_json("{\"format\": \"x\"}").is_err());
+    assert!(WebManifest::from_json("not json").is_err());
+}

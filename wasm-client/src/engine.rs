@@ -1,0 +1,275 @@
+//! The search engine the browser worker drives: a [`WebIndex`] (core's web
+//! layout) plus the last retrieval, exposed to JavaScript through
+//! wasm-bindgen. Retrieval, context building, the prompt and citation
+//! checks are `codegloss-core`'s, called exactly as the native CLI calls
+//! them, so the browser's ranked context equals `codegloss query --json`.
+//!
+//! The worker owns I/O: it fetches the manifest and shards (with the Cache
+//! API) and hands their bytes in; this side verifies every byte against
+//! the manifest before use. Every failure is a JavaScript `Error` with a
+//! readable message.
+
+use codegloss_core::answer::{
+    build_context_estimated, check_citations, Context, RETRIEVAL_ANSWER_V2,
+};
+use codegloss_core::embed::query_prompt;
+use codegloss_core::retrieve::{retrieve, Retrieval, RetrievalSettings};
+use codegloss_core::web::{ShardKind, WebIndex, WebManifest};
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+
+fn js_error(context: &str, e: impl std::fmt::Display) -> JsError {
+    JsError::new(&format!("{context}: {e}"))
+}
+
+/// The path of the search shard named by a manifest (relative to it), so
+/// the worker can fetch it before opening the engine.
+#[wasm_bindgen(js_name = searchShard)]
+pub fn search_shard(manifest_json: &str) -> Result<String, JsError> {
+    let m = WebManifest::from_json(manifest_json).map_err(|e| js_error("index manifest", e))?;
+    let s = m
+        .search_shard()
+        .map_err(|e| js_error("index manifest", e))?;
+    Ok(s.name.clone())
+}
+
+/// A loaded index and the last retrieval.
+#[wasm_bindgen]
+pub struct Engine {
+    index: WebIndex,
+    settings: RetrievalSettings,
+    last: Option<(String, Retrieval)>,
+}
+
+#[wasm_bindgen]
+impl Engine {
+    /// Open an index from its manifest (`codegloss.json` text) and the
+    /// search shard's bytes. `settings_json` holds `[retrieval]` settings
+    /// (`"{}"` for the defaults, which `codegloss query` uses too).
+    #[wasm_bindgen(constructor)]
+    pub fn new(manifest_json: &str, search: &[u8], settings_json: &str) -> Result<Engine, JsError> {
+        let manifest =
+            WebManifest::from_json(manifest_json).map_err(|e| js_error("index manifest", e))?;
+        let settings: RetrievalSettings =
+            serde_json::from_str(settings_json).map_err(|e| js_error("retrieval settings", e))?;
+        let index = WebIndex::open(manifest, search).map_err(|e| js_error("index", e))?;
+        Ok(Engine {
+            index,
+            settings,
+            last: None,
+        })
+    }
+
+    /// JSON facts for the page: build id, counts, whether the index has
+    /// vectors, the model files and the vectors shard.
+    pub fn info(&self) -> String {
+        let m = &self.index.manifest;
+        json!({
+            "build_id": m.build_id,
+            "tool_version": m.tool_version,
+            "counts": {
+                "files": m.counts.files,
+                "entities": m.counts.entities,
+                "chunks": m.counts.chunks,
+                "edges": m.counts.edges,
+            },
+            "embedding": m.embedding.as_ref().map(|e| json!({
+                "model_id": e.spec.model_id,
+                "dimension": e.spec.dimension,
+                "model_sha256": e.spec.model_sha256,
+                "tokenizer_sha256": e.spec.tokenizer_sha256,
+                "max_length": e.spec.max_length,
+                "query_prefix": e.spec.query_prefix,
+            })),
+            "model_files": m.model_files,
+            "vectors": m.vectors_shard(),
+            "text_shards": m.shards_of(ShardKind::Text).count(),
+            "has_vectors": self.index.has_vectors(),
+        })
+        .to_string()
+    }
+
+    /// Add the vectors shard's bytes: later searches use dense retrieval
+    /// when given a query vector.
+    #[wasm_bindgen(js_name = addVectors)]
+    pub fn add_vectors(&mut self, bytes: &[u8]) -> Result<(), JsError> {
+        self.index
+            .add_vectors(bytes)
+            .map_err(|e| js_error("vectors", e))
+    }
+
+    /// The index's embedding spec as JSON (for `QueryEncoder`), when it
+    /// has vectors.
+    #[wasm_bindgen(js_name = embeddingSpec)]
+    pub fn embedding_spec(&self) -> Option<String> {
+        self.index
+            .manifest
+            .embedding
+            .as_ref()
+            .and_then(|e| serde_json::to_string(&e.spec).ok())
+    }
+
+    /// The text to embed for a question (the index's query prompt).
+    #[wasm_bindgen(js_name = queryText)]
+    pub fn query_text(&self, question: &str) -> String {
+        let prefix = self
+            .index
+            .manifest
+            .embedding
+            .as_ref()
+            .map_or("", |e| e.spec.query_prefix.as_str());
+        query_prompt(question, prefix)
+    }
+
+    /// Retrieve for a question. `query_vector` is the embedded
+    /// [`Engine::query_text`] (omit it for keyword and structure only).
+    /// Returns JSON `{chunks: [...], files, missing: [{position, name,
+    /// bytes}]}`: `missing` lists the text shards to fetch and hand to
+    /// [`Engine::add_text`] before [`Engine::cards`] and [`Engine::prompt`].
+    pub fn search(
+        &mut self,
+        question: &str,
+        k: Option<u32>,
+        query_vector: Option<Vec<f32>>,
+    ) -> Result<String, JsError> {
+        let mut settings = self.settings.clone();
+        if let Some(k) = k {
+            settings.k = k as usize;
+        }
+        let qv = query_vector.filter(|_| self.index.has_vectors());
+        let r = retrieve(&self.index.corpus, question, qv.as_deref(), &settings)
+            .map_err(|e| js_error("search", e))?;
+        let corpus = &self.index.corpus;
+        let data = &corpus.data;
+        let chunks: Vec<Value> = r
+            .chunks
+            .iter()
+            .map(|rc| {
+                let c = &data.chunks[rc.chunk as usize];
+                let e = &data.entities[c.entity as usize];
+                json!({
+                    "chunk": rc.chunk,
+                    "role": rc.role.as_str(),
+                    "path": c.path,
+                    "start_line": c.start_line,
+                    "end_line": c.end_line,
+                    "symbol": e.qualified_name,
+                    "chunk_type": c.chunk_type,
+                    "sources": rc.sources,
+                    "score": rc.score,
+                    "via": rc.via,
+                })
+            })
+            .collect();
+        let ids: Vec<u32> = r.chunks.iter().map(|c| c.chunk).collect();
+        let missing: Vec<Value> = self
+            .index
+            .missing_text(&ids)
+            .into_iter()
+            .map(|p| {
+                let s = &self.index.manifest.shards[p];
+                json!({"position": p, "name": s.name, "bytes": s.bytes})
+            })
+            .collect();
+        let out = json!({
+            "question": question,
+            "intent": r.route.intent.as_str(),
+            "semantic": qv.is_some(),
+            "files": r.files(corpus),
+            "context_tokens": r.context_tokens(corpus),
+            "chunks": chunks,
+            "missing": missing,
+        });
+        self.last = Some((question.to_string(), r));
+        Ok(out.to_string())
+    }
+
+    /// Add a text shard's bytes (`position` from `missing`).
+    #[wasm_bindgen(js_name = addText)]
+    pub fn add_text(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
+        self.index
+            .add_text(position, bytes)
+            .map_err(|e| js_error("index text", e))
+    }
+
+    fn last(&self) -> Result<&(String, Retrieval), JsError> {
+        self.last
+            .as_ref()
+            .ok_or_else(|| JsError::new("no search has run yet"))
+    }
+
+    /// The evidence cards of the last search, JSON: `[{n, chunk, role,
+    /// symbol, qualified_name, kind, path, start_line, end_line, language,
+    /// gloss, code, score}]`, in rank order.
+    pub fn cards(&self) -> Result<String, JsError> {
+        let (_, r) = self.last()?;
+        let data = &self.index.corpus.data;
+        let cards: Vec<Value> = r
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(i, rc)| {
+                let c = &data.chunks[rc.chunk as usize];
+                let e = &data.entities[c.entity as usize];
+                json!({
+                    "n": i + 1,
+                    "chunk": rc.chunk,
+                    "role": rc.role.as_str(),
+                    "symbol": c.symbol_name,
+                    "qualified_name": e.qualified_name,
+                    "kind": e.kind.as_str(),
+                    "path": c.path,
+                    "start_line": c.start_line,
+                    "end_line": c.end_line,
+                    "language": codegloss_core::answer::fence_language(&c.path),
+                    "gloss": e.gloss.text,
+                    "code": c.code,
+                    "score": rc.score.combined,
+                })
+            })
+            .collect();
+        Ok(Value::Array(cards).to_string())
+    }
+
+    /// The chat messages for the last search, JSON: `{messages, context,
+    /// tokens, prompt_version, prompt_signature}`; `context` is core's
+    /// `Context` (hand it back to [`citations`]). The context is numbered in rank order, so `[n]`
+    /// names the n-th card; the lowest-ranked chunks are left out when the
+    /// `budget` (estimated tokens) is spent.
+    pub fn prompt(&self, budget: u32) -> Result<String, JsError> {
+        let (question, r) = self.last()?;
+        let context = build_context_estimated(&self.index.corpus, r, budget as usize);
+        let messages = RETRIEVAL_ANSWER_V2.render(question, &context);
+        Ok(json!({
+            "messages": messages,
+            "context": context,
+            "tokens": context.tokens,
+            "prompt_version": RETRIEVAL_ANSWER_V2.version,
+            "prompt_signature": RETRIEVAL_ANSWER_V2.signature(),
+        })
+        .to_string())
+    }
+
+    /// Check an answer's citations against the `context` that
+    /// [`Engine::prompt`] returned, JSON: `{citations: [{n, path,
+    /// start_line, end_line}], invalid: [n], cited_share}`.
+    pub fn citations(answer: &str, context_json: &str) -> Result<String, JsError> {
+        let context: Context =
+            serde_json::from_str(context_json).map_err(|e| js_error("answer context", e))?;
+        let report = check_citations(answer, &context);
+        let cited: Vec<Value> = report
+            .citations
+            .iter()
+            .filter_map(|c| context.chunks.iter().find(|k| k.n == c.n))
+            .map(|k| {
+                json!({"n": k.n, "path": k.path, "start_line": k.start_line, "end_line": k.end_line})
+            })
+            .collect();
+        Ok(json!({
+            "citations": cited,
+            "invalid": report.invalid,
+            "cited_share": report.cited_share,
+        })
+        .to_string())
+    }
+}

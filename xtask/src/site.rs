@@ -1,0 +1,344 @@
+//! The static site's build and browser-test tools: the wasm client built
+//! with wasm-bindgen-cli (the version that matches the `wasm-bindgen`
+//! crate in Cargo.lock, installed once under `~/.cache/codegloss/tools`),
+//! the widget files copied next to it, and the browser test dependencies
+//! (Debian's chromium, `playwright-core` from npm, cached under
+//! `~/.cache/codegloss/npm`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::{cargo, ensure_wasm_target, run};
+
+/// npm packages, pinned: the browser runtime of the query-embedding model
+/// (served from the site itself, never a CDN) and the browser-test driver.
+const NPM_PACKAGES: [(&str, &str); 2] =
+    [("onnxruntime-web", "1.30.0"), ("playwright-core", "1.65.1")];
+
+/// The onnxruntime-web files the worker loads: the ES module of the
+/// WebAssembly-only build, and the wasm binary with its loader.
+const ORT_FILES: [&str; 3] = [
+    "ort.wasm.min.mjs",
+    "ort-wasm-simd-threaded.mjs",
+    "ort-wasm-simd-threaded.wasm",
+];
+
+fn cache_dir() -> Result<PathBuf> {
+    let home = std::env::var_os("HOME").context("HOME is not set")?;
+    Ok(PathBuf::from(home).join(".cache/codegloss"))
+}
+
+/// The `wasm-bindgen` version locked in Cargo.lock.
+fn locked_wasm_bindgen(root: &Path) -> Result<String> {
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).context("reading Cargo.lock")?;
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line == "name = \"wasm-bindgen\"" {
+            if let Some(v) = lines
+                .next()
+                .and_then(|l| l.strip_prefix("version = \""))
+                .and_then(|l| l.strip_suffix('"'))
+            {
+                return Ok(v.to_string());
+            }
+        }
+    }
+    bail!("Cargo.lock has no wasm-bindgen package")
+}
+
+/// wasm-bindgen-cli of the locked version, installed once.
+fn wasm_bindgen_cli(root: &Path) -> Result<PathBuf> {
+    let version = locked_wasm_bindgen(root)?;
+    let tools = cache_dir()?.join("tools");
+    let bin = tools.join("bin/wasm-bindgen");
+    let installed = Command::new(&bin)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if installed.as_deref() != Some(&format!("wasm-bindgen {version}")) {
+        eprintln!("installing wasm-bindgen-cli {version} (once; a few minutes)");
+        run(cargo()
+            .args([
+                "install",
+                "wasm-bindgen-cli",
+                "--version",
+                &version,
+                "--root",
+            ])
+            .arg(&tools))?;
+    }
+    Ok(bin)
+}
+
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::copy(from, to)
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+/// Build `target/site-assets`: `index.html` and `codegloss/` (widget,
+/// worker, wasm module and its glue). Returns the folder.
+pub fn assets(root: &Path) -> Result<PathBuf> {
+    ensure_wasm_target()?;
+    let wasm_bindgen = wasm_bindgen_cli(root)?;
+    run(cargo().args([
+        "build",
+        "--locked",
+        "--release",
+        "-p",
+        "codegloss-wasm",
+        "-p",
+        "codegloss-wasm-embed",
+        "--target",
+        "wasm32-unknown-unknown",
+    ]))?;
+    let out = root.join("target/site-assets");
+    // The search module, and the query encoder loaded later with semantic search.
+    for (name, dir) in [("codegloss_wasm", "pkg"), ("codegloss_wasm_embed", "embed")] {
+        run(Command::new(&wasm_bindgen)
+            .args(["--target", "web", "--no-typescript", "--out-dir"])
+            .arg(out.join("codegloss").join(dir))
+            .arg(
+                root.join("target/wasm32-unknown-unknown/release")
+                    .join(format!("{name}.wasm")),
+            ))?;
+    }
+    let npm = npm_packages()?;
+    for f in ORT_FILES {
+        copy(
+            &npm.join("node_modules/onnxruntime-web/dist").join(f),
+            &out.join("codegloss/ort").join(f),
+        )?;
+    }
+    for f in ["widget.js", "widget.css", "worker.js"] {
+        copy(&root.join("site").join(f), &out.join("codegloss").join(f))?;
+    }
+    copy(&root.join("site/index.html"), &out.join("index.html"))?;
+    Ok(out)
+}
+
+/// Install what the browser tests need: Debian's chromium (when missing)
+/// and the pinned npm packages. Returns the npm folder (holding
+/// `node_modules`).
+pub fn browser_test_deps() -> Result<PathBuf> {
+    install_chromium()?;
+    npm_packages()
+}
+
+fn install_chromium() -> Result<()> {
+    if !Path::new("/usr/bin/chromium").exists() {
+        eprintln!("installing Debian's chromium for the browser tests");
+        let apt = |args: &[&str]| {
+            run(Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive"))
+        };
+        if apt(&["install", "-y", "-q", "chromium"]).is_err() {
+            apt(&["update", "-q"])?;
+            apt(&["install", "-y", "-q", "chromium"])?;
+        }
+    }
+    Ok(())
+}
+
+/// The pinned npm packages, installed once under `~/.cache/codegloss/npm`.
+fn npm_packages() -> Result<PathBuf> {
+    let npm_dir = cache_dir()?.join("npm");
+    std::fs::create_dir_all(&npm_dir)?;
+    let missing: Vec<String> = NPM_PACKAGES
+        .iter()
+        .filter(|(name, version)| {
+            let manifest = npm_dir.join("node_modules").join(name).join("package.json");
+            let found = std::fs::read_to_string(manifest)
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v["version"].as_str().map(str::to_string));
+            found.as_deref() != Some(*version)
+        })
+        .map(|(name, version)| format!("{name}@{version}"))
+        .collect();
+    if !missing.is_empty() {
+        if !npm_dir.join("package.json").exists() {
+            std::fs::write(
+                npm_dir.join("package.json"),
+                "{\"name\": \"codegloss-test-deps\", \"private\": true}\n",
+            )?;
+        }
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&npm_dir)
+            .args(&missing))?;
+    }
+    Ok(npm_dir)
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                dir_bytes(&p)
+            } else {
+                e.metadata().map_or(0, |m| m.len())
+            }
+        })
+        .sum()
+}
+
+fn percentile(xs: &[f64], p: f64) -> f64 {
+    let mut s = xs.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.is_empty() {
+        return 0.0;
+    }
+    s[(((p / 100.0) * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1]
+}
+
+/// `cargo xtask bench site`: write the site of an index, serve it, run
+/// `tests/browser/bench.mjs` in headless Chromium, run the native
+/// retrieval on the same questions in the same run, and compare.
+pub fn bench(root: &Path, index: &Path, questions: &Path, json: &Path) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    let assets = assets(root)?;
+    let npm = browser_test_deps()?;
+    run(cargo().args(["build", "--release", "--locked", "-p", "codegloss-indexer"]))?;
+    let bin = root.join("target/release/codegloss");
+    let work = root.join("target/bench/site-work");
+    let site = work.join("site");
+    std::fs::create_dir_all(&work)?;
+    run(Command::new(&bin)
+        .arg("site")
+        .arg(index)
+        .arg("--out")
+        .arg(&site)
+        .arg("--assets")
+        .arg(&assets))?;
+    let qs: Vec<serde_json::Value> = std::fs::read_to_string(questions)
+        .with_context(|| format!("reading {}", questions.display()))?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let texts: Vec<&str> = qs.iter().filter_map(|q| q["question"].as_str()).collect();
+    let qfile = work.join("questions.json");
+    std::fs::write(&qfile, serde_json::to_string(&texts)?)?;
+    // Native retrieval first, on an idle machine (no browser running).
+    let mut native = serde_json::Map::new();
+    for (name, extra) in [("keyword", Some("--no-vectors")), ("hybrid", None)] {
+        let out = work.join(format!("native-{name}.json"));
+        run(Command::new(&bin)
+            .arg("eval")
+            .arg(index)
+            .arg("--questions")
+            .arg(questions)
+            .arg("--json")
+            .arg(&out)
+            .args(extra))?;
+        native.insert(
+            name.into(),
+            serde_json::from_str(&std::fs::read_to_string(&out)?)?,
+        );
+    }
+    let mut server = Command::new(&bin)
+        .arg("serve")
+        .arg(&site)
+        .args(["--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let mut url = String::new();
+    BufReader::new(server.stdout.take().context("serve stdout")?).read_line(&mut url)?;
+    let browser_json = work.join("browser.json");
+    let status = Command::new("node")
+        .arg(root.join("tests/browser/bench.mjs"))
+        .env("CODEGLOSS_NPM", &npm)
+        .env("SITE_URL", url.trim())
+        .env("QUESTIONS", &qfile)
+        .env("OUT", &browser_json)
+        .status();
+    let _ = server.kill();
+    let _ = server.wait();
+    if !status?.success() {
+        bail!("tests/browser/bench.mjs failed");
+    }
+    let browser: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&browser_json)?)?;
+    // Same-run comparison: latency ratio and parity per mode.
+    let mut modes = serde_json::Map::new();
+    for name in ["keyword", "hybrid"] {
+        let b = &browser[name];
+        let n = &native[name];
+        let nrows = n["questions"].as_array().context("native questions")?;
+        let brows = b["rows"].as_array().context("browser rows")?;
+        let nat: Vec<f64> = nrows
+            .iter()
+            .filter_map(|r| r["latency_ms"].as_f64())
+            .collect();
+        let wasm: Vec<f64> = brows.iter().filter_map(|r| r["ms"].as_f64()).collect();
+        let same = nrows
+            .iter()
+            .zip(brows)
+            .filter(|(a, b)| a["chunks"] == b["chunks"])
+            .count();
+        let differing: Vec<&str> = nrows
+            .iter()
+            .zip(brows)
+            .filter(|(a, b)| a["chunks"] != b["chunks"])
+            .filter_map(|(a, _)| a["id"].as_str())
+            .collect();
+        let (np50, np95) = (percentile(&nat, 50.0), percentile(&nat, 95.0));
+        let (wp50, wp95) = (percentile(&wasm, 50.0), percentile(&wasm, 95.0));
+        modes.insert(
+            name.into(),
+            serde_json::json!({
+                "questions": brows.len(),
+                "parity_identical_context": same,
+                "parity_differing_ids": differing,
+                "native_ms": {"p50": np50, "p95": np95},
+                "wasm_ms": {"p50": wp50, "p95": wp95},
+                "ratio_wasm_over_native": {"p50": wp50 / np50.max(1e-9), "p95": wp95 / np95.max(1e-9)},
+                "browser_embed_ms": b["embed_ms"],
+            }),
+        );
+    }
+    let summary = serde_json::json!({
+        "index": index,
+        "site_bytes": dir_bytes(&site),
+        "site_index_bytes": dir_bytes(&site.join("index/shards")),
+        "bytes_before_first_keyword_results": browser["bytes_before_first_keyword_results"],
+        "worker_bytes_first_keyword_results": browser["worker_bytes_first_keyword_results"],
+        "worker_bytes_first_semantic_results": browser["worker_bytes_first_semantic_results"],
+        "later_query_bytes": browser["later_query_bytes"],
+        "cold_first_results_ms": browser["cold_first_results_ms"],
+        "warm_first_results_ms": browser["warm_first_results_ms"],
+        "first_keyword_requests": browser["first_keyword_requests"],
+        "semantic_requests": browser["semantic_requests"],
+        "semantic_loaded": browser["semantic_loaded"],
+        "modes": modes,
+    });
+    if let Some(dir) = json.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(json, serde_json::to_string_pretty(&summary)?)?;
+    let mut brief = summary.clone();
+    for k in ["first_keyword_requests", "semantic_requests"] {
+        brief.as_object_mut().map(|o| o.remove(k));
+    }
+    for m in ["keyword", "hybrid"] {
+        brief["modes"][m]
+            .as_object_mut()
+            .map(|o| o.remove("parity_differing_ids"));
+    }
+    println!("{}", serde_json::to_string_pretty(&brief)?);
+    eprintln!("results written to {}", json.display());
+    Ok(())
+}
