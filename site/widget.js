@@ -541,6 +541,9 @@ class CodeglossSearch extends HTMLElement {
       case 'results':
         this.#onResults(msg);
         break;
+      case 'texts':
+        this.#onTexts(msg);
+        break;
       case 'answer-start':
       case 'answer-delta':
       case 'answer-done':
@@ -627,6 +630,28 @@ class CodeglossSearch extends HTMLElement {
     text += '.';
     if (askResults) text += ` Asking ${this.#answer.model || 'the model'}…`;
     this.#setStatus(text, 'results');
+  }
+
+  /** Glosses and code of the cards already shown, fetched after them. */
+  #onTexts(msg) {
+    const cards = Array.isArray(msg.cards) ? msg.cards : [];
+    if (this.#answer && msg.id === this.#answer.id) {
+      this.#answer.cards = new Map(cards.map((c) => [c.n, c]));
+    }
+    if (msg.id !== this.#cardsOwner) return;
+    for (const card of cards) {
+      const entry = this.#cards.get(card.n);
+      if (!entry) continue;
+      entry.card = card;
+      const fresh = this.#renderCard(card);
+      const gloss = fresh.querySelector('.cg-gloss');
+      const details = fresh.querySelector('details');
+      if (gloss && !entry.el.querySelector('.cg-gloss')) entry.el.querySelector('.cg-loc').after(gloss);
+      if (details && !entry.details) {
+        entry.el.append(details);
+        entry.details = details;
+      }
+    }
   }
 
   #clearResults() {

@@ -19,6 +19,9 @@ let indexBase = null;
 // lazily after the first keyword results.
 let semantic = null;
 let semanticLoad = null;
+// 'auto': load semantic search after the first results; 'manual': only on
+// a `semantic` message (benchmarks measure the phases apart).
+let semanticMode = 'auto';
 let bytesFetched = 0;
 // Searches run one at a time (they share the engine's last retrieval);
 // answer streaming runs outside this chain.
@@ -137,31 +140,45 @@ function startSemantic() {
   return semanticLoad;
 }
 
-// Search and load the text of every chunk found; returns the cards.
-async function search(query) {
+// Retrieve, fetching the keyword postings of the query's terms first when
+// they are not loaded yet; `ms` is the time of the final retrieval.
+async function retrieveLoaded(query, vector) {
+  for (let round = 0; round < 8; round++) {
+    const t = performance.now();
+    const r = JSON.parse(engine.search(query, undefined, vector));
+    const ms = performance.now() - t;
+    if (!r.need_postings) return { result: r, ms };
+    await Promise.all(r.need_postings.map(async (m) => {
+      const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
+      engine.addPostings(m.position, bytes);
+    }));
+  }
+  throw new Error('the keyword postings did not settle');
+}
+
+// Search, post the results at once (metadata only), then load the text
+// (glosses and code) of every chunk found and post it as `texts`.
+async function handleSearch(id, query) {
   const started = performance.now();
   const before = bytesFetched;
   const vector = await embed(query);
   const embedMs = performance.now() - started;
-  const result = JSON.parse(engine.search(query, undefined, vector));
-  const searchMs = performance.now() - started - embedMs;
-  await Promise.all(result.missing.map(async (m) => {
-    const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
-    engine.addText(m.position, bytes);
-  }));
-  const cards = JSON.parse(engine.cards());
-  return {
-    result,
-    cards,
+  const { result, ms: searchMs } = await retrieveLoaded(query, vector);
+  const complete = result.missing.length === 0;
+  post({
+    type: 'results', id, query, semantic: result.semantic, cards: JSON.parse(engine.cards()), text: complete,
     stats: { ms: performance.now() - started, embed_ms: embedMs, search_ms: searchMs, bytes: bytesFetched - before },
-  };
-}
-
-async function handleSearch(id, query) {
-  const { result, cards, stats } = await search(query);
-  post({ type: 'results', id, query, semantic: result.semantic, cards, stats, ranked: result.chunks, files: result.files });
+    ranked: result.chunks, files: result.files,
+  });
+  if (!complete) {
+    await Promise.all(result.missing.map(async (m) => {
+      const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
+      engine.addText(m.position, bytes);
+    }));
+    post({ type: 'texts', id, cards: JSON.parse(engine.cards()), stats: { ms: performance.now() - started, bytes: bytesFetched - before } });
+  }
   // The embedding model loads after the first keyword results are shown.
-  startSemantic();
+  if (semanticMode === 'auto') startSemantic();
   return result;
 }
 
@@ -198,6 +215,7 @@ self.onmessage = async (event) => {
   const msg = event.data || {};
   try {
     if (msg.type === 'init') {
+      if (msg.semantic === 'manual') semanticMode = 'manual';
       opened = open(msg.index);
       await opened;
       return;
@@ -219,8 +237,8 @@ self.onmessage = async (event) => {
         const t0 = performance.now();
         const vector = msg.semantic === false ? undefined : await embed(msg.query);
         const t1 = performance.now();
-        const result = JSON.parse(engine.search(msg.query, undefined, vector));
-        post({ type: 'ranked', id: msg.id, ms: performance.now() - t1, embed_ms: t1 - t0, result, vector: msg.vector ? Array.from(vector || []) : undefined });
+        const { result, ms } = await retrieveLoaded(msg.query, vector);
+        post({ type: 'ranked', id: msg.id, ms, total_ms: performance.now() - t1, embed_ms: t1 - t0, result });
       }));
     }
   } catch (e) {

@@ -259,6 +259,42 @@ pub struct LexicalIndex {
     pub postings: Vec<Vec<(u32, u16)>>,
     /// Per chunk: weighted length × 8.
     pub doc_len: Vec<u32>,
+    /// Terms whose posting lists are not loaded yet (the browser loads
+    /// them on demand); `None` when all are, as natively.
+    #[serde(skip)]
+    pub absent: Option<Vec<bool>>,
+    /// Absent terms that a lookup asked for since the last
+    /// [`LexicalIndex::take_wanted`].
+    #[serde(skip)]
+    wanted: Wanted,
+}
+
+/// The record of absent terms looked up: a lock only so that a corpus
+/// stays `Sync` (the native side shares one between threads); core itself
+/// never spawns any. Not part of the index's value: clones start empty and
+/// every two records compare equal.
+#[derive(Debug, Default)]
+struct Wanted(std::sync::Mutex<std::collections::BTreeSet<usize>>);
+
+impl Wanted {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<usize>> {
+        // A poisoned record is still a set of term ids.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Clone for Wanted {
+    fn clone(&self) -> Self {
+        Wanted::default()
+    }
+}
+
+impl PartialEq for Wanted {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// One keyword hit.
@@ -271,6 +307,48 @@ pub struct LexicalHit {
 }
 
 impl LexicalIndex {
+    /// An index with every posting list loaded.
+    pub fn new(
+        weights: FieldWeights,
+        terms: Vec<String>,
+        postings: Vec<Vec<(u32, u16)>>,
+        doc_len: Vec<u32>,
+    ) -> Self {
+        LexicalIndex {
+            weights,
+            terms,
+            postings,
+            doc_len,
+            absent: None,
+            wanted: Default::default(),
+        }
+    }
+
+    /// Mark every posting list as not loaded (the browser's starting point).
+    pub fn mark_all_absent(&mut self) {
+        self.absent = Some(vec![true; self.terms.len()]);
+    }
+
+    /// The absent terms looked up since the last call (term ids, sorted).
+    /// A retrieval that asked for none ran on complete data.
+    pub fn take_wanted(&self) -> Vec<usize> {
+        std::mem::take(&mut *self.wanted.lock())
+            .into_iter()
+            .collect()
+    }
+
+    /// Load the posting lists of terms `first..first + lists.len()`.
+    pub fn load_postings(&mut self, first: usize, lists: Vec<Vec<(u32, u16)>>) {
+        for (i, list) in lists.into_iter().enumerate() {
+            if let Some(p) = self.postings.get_mut(first + i) {
+                *p = list;
+            }
+            if let Some(a) = self.absent.as_mut().and_then(|a| a.get_mut(first + i)) {
+                *a = false;
+            }
+        }
+    }
+
     /// Build over every chunk of an index.
     pub fn build(data: &IndexData, weights: FieldWeights) -> Self {
         use std::collections::BTreeMap;
@@ -309,12 +387,7 @@ impl LexicalIndex {
             }
         }
         let (terms, postings) = map.into_iter().unzip();
-        LexicalIndex {
-            weights,
-            terms,
-            postings,
-            doc_len,
-        }
+        LexicalIndex::new(weights, terms, postings, doc_len)
     }
 
     /// Encode as the `lexical.bin` data file.
@@ -352,7 +425,11 @@ impl LexicalIndex {
     }
 
     fn term_id(&self, term: &str) -> Option<usize> {
-        self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok()
+        let i = self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok()?;
+        if self.absent.as_ref().is_some_and(|a| a[i]) {
+            self.wanted.lock().insert(i);
+        }
+        Some(i)
     }
 
     /// Whether a chunk's text (any field) holds an index term, such as a

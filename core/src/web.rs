@@ -37,9 +37,12 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 pub const WEB_FORMAT_VERSION: u32 = 1;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
+/// Postings per postings shard: about 8–16 KiB compressed, so a query
+/// fetches the lists of its few terms, not the whole keyword index.
+pub const POSTINGS_PER_SHARD: usize = 12_000;
 /// Uncompressed bytes of chunk text per text shard; code compresses about
 /// 3–5×, which puts shards in the 16–64 KiB range.
-pub const TEXT_SHARD_RAW_BYTES: usize = 256 * 1024;
+pub const TEXT_SHARD_RAW_BYTES: usize = 128 * 1024;
 const SHARD_HEADER: usize = 8 + 4 + 4;
 /// Upper bound on an inflated shard, so a hostile file cannot exhaust memory.
 const INFLATE_LIMIT: usize = 1 << 28;
@@ -54,6 +57,8 @@ pub enum ShardKind {
     Vectors,
     /// [`TextShard`].
     Text,
+    /// [`PostingsShard`].
+    Postings,
 }
 
 impl ShardKind {
@@ -62,6 +67,7 @@ impl ShardKind {
             ShardKind::Search => 1,
             ShardKind::Vectors => 2,
             ShardKind::Text => 3,
+            ShardKind::Postings => 4,
         }
     }
 
@@ -71,6 +77,7 @@ impl ShardKind {
             ShardKind::Search => "search",
             ShardKind::Vectors => "vectors",
             ShardKind::Text => "text",
+            ShardKind::Postings => "postings",
         }
     }
 }
@@ -89,6 +96,9 @@ pub struct ShardInfo {
     /// For text shards: the first and last chunk id it covers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunks: Option<[u32; 2]>,
+    /// For postings shards: the first and last term id it covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terms: Option<[u32; 2]>,
 }
 
 /// A model file served with the site (query embedding in the browser).
@@ -197,9 +207,9 @@ impl WebManifest {
 pub struct SearchShard {
     /// Files.
     pub files: Vec<SourceFile>,
-    /// Entities, gloss text and doc comments emptied.
+    /// Entities without their [`EntityText`] fields.
     pub entities: Vec<Entity>,
-    /// Chunks, code and leading comments emptied.
+    /// Chunks without their [`ChunkText`] fields.
     pub chunks: Vec<Chunk>,
     /// Graph edges.
     pub edges: Vec<Edge>,
@@ -211,7 +221,8 @@ pub struct SearchShard {
 
 /// [`LexicalIndex`] with each posting list's chunk ids stored as gaps
 /// from the previous one: small numbers, which take one varint byte and
-/// compress well (postings are most of the search shard).
+/// compress well. In the search shard the lists are empty: they live in
+/// postings shards, fetched for the terms a query looks up.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct PackedLexical {
     /// Field weights.
@@ -263,23 +274,126 @@ impl PackedLexical {
                     .collect::<Option<Vec<_>>>()
             })
             .collect::<Option<Vec<_>>>()?;
-        Some(LexicalIndex {
-            weights: self.weights,
-            terms: self.terms,
+        Some(LexicalIndex::new(
+            self.weights,
+            self.terms,
             postings,
-            doc_len: self.doc_len,
-        })
+            self.doc_len,
+        ))
     }
 }
 
-/// The text of a run of chunks.
+/// The posting lists of a run of terms, chunk ids as gaps.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct PostingsShard {
+    /// First term id.
+    pub first: u32,
+    /// Lists of terms `first..`.
+    pub lists: Vec<Vec<(u32, u16)>>,
+}
+
+/// The text of a run of chunks: everything retrieval does not rank from
+/// (code, glosses, comments, signatures), moved out of the search shard.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct TextShard {
-    /// `(chunk id, code, leading comment)`.
-    pub chunks: Vec<(u32, String, Option<String>)>,
-    /// `(entity id, gloss text, doc comment)` for the entities whose first
-    /// chunk lies in this shard.
-    pub entities: Vec<(u32, String, Option<String>)>,
+    /// The chunks of the run.
+    pub chunks: Vec<ChunkText>,
+    /// The entities whose first chunk lies in the run.
+    pub entities: Vec<EntityText>,
+}
+
+/// The display-only fields of a chunk.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct ChunkText {
+    /// Chunk id.
+    pub id: u32,
+    /// Source text.
+    pub code: String,
+    /// Leading doc comment.
+    pub leading_comment: Option<String>,
+    /// Parameter list as written.
+    pub parameters: String,
+    /// Return type.
+    pub return_type: Option<String>,
+    /// Section path of documentation.
+    pub section_path: Option<String>,
+    /// File name with extension.
+    pub file_name: String,
+    /// Module (folder).
+    pub module: String,
+}
+
+impl ChunkText {
+    fn take(c: &mut Chunk) -> Self {
+        ChunkText {
+            id: c.id,
+            code: std::mem::take(&mut c.code),
+            leading_comment: c.leading_comment.take(),
+            parameters: std::mem::take(&mut c.parameters),
+            return_type: c.return_type.take(),
+            section_path: c.section_path.take(),
+            file_name: std::mem::take(&mut c.file_name),
+            module: std::mem::take(&mut c.module),
+        }
+    }
+
+    fn restore(self, c: &mut Chunk) {
+        c.code = self.code;
+        c.leading_comment = self.leading_comment;
+        c.parameters = self.parameters;
+        c.return_type = self.return_type;
+        c.section_path = self.section_path;
+        c.file_name = self.file_name;
+        c.module = self.module;
+    }
+}
+
+/// The display-only fields of an entity.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct EntityText {
+    /// Entity id.
+    pub id: u32,
+    /// Gloss text.
+    pub gloss: String,
+    /// Doc comment.
+    pub doc_comment: Option<String>,
+    /// Signature as written.
+    pub signature: String,
+    /// Parameters.
+    pub params: Vec<crate::model::Param>,
+    /// Template parameters.
+    pub template_params: Option<String>,
+    /// Base classes.
+    pub bases: Vec<String>,
+    /// Return type.
+    pub return_type: Option<String>,
+}
+
+impl EntityText {
+    /// Take the fields out, leaving what retrieval reads: `doc_comment`
+    /// stays present (emptied) when the entity has one.
+    fn take(e: &mut Entity) -> Self {
+        EntityText {
+            id: e.id,
+            gloss: std::mem::take(&mut e.gloss.text),
+            doc_comment: e.doc_comment.as_mut().map(std::mem::take),
+            signature: std::mem::take(&mut e.signature),
+            params: std::mem::take(&mut e.params),
+            template_params: e.template_params.take(),
+            bases: std::mem::take(&mut e.bases),
+            return_type: e.return_type.take(),
+        }
+    }
+
+    fn restore(self, e: &mut Entity) {
+        e.gloss.text = self.gloss;
+        e.doc_comment = self.doc_comment;
+        e.signature = self.signature;
+        e.params = self.params;
+        e.template_params = self.template_params;
+        e.bases = self.bases;
+        e.return_type = self.return_type;
+    }
 }
 
 fn encode_shard<T: Serialize>(kind: ShardKind, value: &T) -> Result<Vec<u8>, CoreError> {
@@ -372,6 +486,7 @@ fn shard(kind: ShardKind, bytes: Vec<u8>, chunks: Option<[u32; 2]>) -> (ShardInf
             bytes: bytes.len() as u64,
             sha256,
             chunks,
+            terms: None,
         },
         bytes,
     )
@@ -395,25 +510,18 @@ pub fn build_site_index(
 ) -> Result<SiteIndex, CoreError> {
     let features = TextFeatures::compute(data);
     let mut entities = data.entities.clone();
-    for e in &mut entities {
-        e.gloss.text.clear();
-        if let Some(d) = &mut e.doc_comment {
-            d.clear();
-        }
-    }
+    let entity_texts: Vec<EntityText> = entities.iter_mut().map(EntityText::take).collect();
     let mut chunks = data.chunks.clone();
-    for c in &mut chunks {
-        c.code.clear();
-        if let Some(l) = &mut c.leading_comment {
-            l.clear();
-        }
-    }
+    let chunk_texts: Vec<ChunkText> = chunks.iter_mut().map(ChunkText::take).collect();
+    let mut packed = PackedLexical::pack(lexical);
+    let lists = std::mem::take(&mut packed.postings);
+    packed.postings = vec![Vec::new(); lists.len()];
     let search = SearchShard {
         files: data.files.clone(),
         entities,
         chunks,
         edges: data.edges.clone(),
-        lexical: PackedLexical::pack(lexical),
+        lexical: packed,
         features,
     };
     let mut shards = vec![shard(
@@ -427,6 +535,29 @@ pub fn build_site_index(
             wrap_shard(ShardKind::Vectors, &v.encode()?),
             None,
         ));
+    }
+    // Postings shards: consecutive term runs of about POSTINGS_PER_SHARD.
+    let mut first = 0usize;
+    while first < lists.len() {
+        let mut end = first;
+        let mut count = 0usize;
+        while end < lists.len() && (end == first || count + lists[end].len() <= POSTINGS_PER_SHARD)
+        {
+            count += lists[end].len();
+            end += 1;
+        }
+        let shard_lists = PostingsShard {
+            first: first as u32,
+            lists: lists[first..end].to_vec(),
+        };
+        let (mut info, bytes) = shard(
+            ShardKind::Postings,
+            encode_shard(ShardKind::Postings, &shard_lists)?,
+            None,
+        );
+        info.terms = Some([first as u32, (end - 1) as u32]);
+        shards.push((info, bytes));
+        first = end;
     }
     // Text shards: consecutive chunk runs of about TEXT_SHARD_RAW_BYTES.
     let mut first_chunk_of: BTreeMap<u32, u32> = BTreeMap::new();
@@ -445,16 +576,15 @@ pub fn build_site_index(
         if current.chunks.is_empty() {
             start = c.id;
         }
-        raw += c.code.len() + c.leading_comment.as_ref().map_or(0, String::len);
-        current
-            .chunks
-            .push((c.id, c.code.clone(), c.leading_comment.clone()));
+        let text = chunk_texts[i].clone();
+        raw += text.code.len() + text.leading_comment.as_ref().map_or(0, String::len) + 64;
+        current.chunks.push(text);
         for &e in entities_by_first.get(&c.id).into_iter().flatten() {
-            let ent = &data.entities[e as usize];
-            raw += ent.gloss.text.len() + ent.doc_comment.as_ref().map_or(0, String::len);
-            current
-                .entities
-                .push((e, ent.gloss.text.clone(), ent.doc_comment.clone()));
+            let text = entity_texts[e as usize].clone();
+            raw += text.gloss.len()
+                + text.doc_comment.as_ref().map_or(0, String::len)
+                + text.signature.len();
+            current.entities.push(text);
         }
         if raw >= TEXT_SHARD_RAW_BYTES || i + 1 == total {
             let done = std::mem::take(&mut current);
@@ -521,7 +651,7 @@ impl WebIndex {
         };
         s.features.check(data.chunks.len()).map_err(inconsistent)?;
         let n = data.chunks.len();
-        let lexical = s
+        let mut lexical = s
             .lexical
             .unpack()
             .filter(|l| {
@@ -532,6 +662,10 @@ impl WebIndex {
             .ok_or_else(|| {
                 inconsistent(format!("the keyword index does not fit the {n} chunks"))
             })?;
+        // Posting lists arrive per query, from postings shards.
+        if manifest.shards_of(ShardKind::Postings).next().is_some() {
+            lexical.mark_all_absent();
+        }
         Ok(WebIndex {
             manifest,
             corpus: Corpus::with_features(data, None, lexical, s.features),
@@ -561,6 +695,67 @@ impl WebIndex {
         }
         self.corpus.chunk_vectors = v.all_vectors();
         self.corpus.vectors = Some(v);
+        Ok(())
+    }
+
+    /// Positions of the postings shards holding terms that the last
+    /// retrieval looked up but that are not loaded yet. Empty: the last
+    /// retrieval ran on complete data and its result is final; otherwise
+    /// add these shards and retrieve again.
+    pub fn missing_postings(&self) -> Vec<usize> {
+        let wanted = self.corpus.lexical.take_wanted();
+        let mut need = BTreeSet::new();
+        for t in wanted {
+            let t = t as u32;
+            if let Some((p, _)) = self
+                .manifest
+                .shards_of(ShardKind::Postings)
+                .find(|(_, s)| s.terms.is_some_and(|[a, b]| a <= t && t <= b))
+            {
+                need.insert(p);
+            }
+        }
+        need.into_iter().collect()
+    }
+
+    /// Add a postings shard (its position in the manifest's shard list).
+    pub fn add_postings(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+        let info = self
+            .manifest
+            .shards
+            .get(position)
+            .filter(|s| s.kind == ShardKind::Postings)
+            .ok_or_else(|| CoreError::Manifest {
+                message: format!("{WEB_MANIFEST}: no postings shard at position {position}"),
+            })?
+            .clone();
+        let p: PostingsShard = decode_shard(&info, bytes)?;
+        let n = self.corpus.data.chunks.len();
+        let bad = |message: String| CoreError::Inconsistent {
+            file: info.name.clone(),
+            message,
+        };
+        let [a, b] = info.terms.unwrap_or([u32::MAX, 0]);
+        if p.first != a || (p.lists.len() as u64) != u64::from(b.wrapping_sub(a)) + 1 {
+            return Err(bad("its term range differs from the manifest's".into()));
+        }
+        if (b as usize) >= self.corpus.lexical.terms.len() {
+            return Err(bad("its terms lie outside the vocabulary".into()));
+        }
+        let mut lists = Vec::with_capacity(p.lists.len());
+        for list in p.lists {
+            let mut prev = 0u32;
+            let mut out = Vec::with_capacity(list.len());
+            for (gap, tf) in list {
+                prev = prev
+                    .checked_add(gap)
+                    .filter(|&c| (c as usize) < n)
+                    .ok_or_else(|| bad("a posting names a chunk outside the index".into()))?;
+                out.push((prev, tf));
+            }
+            lists.push(out);
+        }
+        self.corpus.lexical.load_postings(a as usize, lists);
         Ok(())
     }
 
@@ -613,21 +808,21 @@ impl WebIndex {
             file: info.name.clone(),
             message: format!("{what} {id} is outside the index"),
         };
-        for (id, code, comment) in t.chunks {
-            let c = data
-                .chunks
-                .get_mut(id as usize)
-                .ok_or_else(|| bad("chunk", id))?;
-            c.code = code;
-            c.leading_comment = comment;
+        for text in t.chunks {
+            let id = text.id;
+            text.restore(
+                data.chunks
+                    .get_mut(id as usize)
+                    .ok_or_else(|| bad("chunk", id))?,
+            );
         }
-        for (id, gloss, doc) in t.entities {
-            let e = data
-                .entities
-                .get_mut(id as usize)
-                .ok_or_else(|| bad("entity", id))?;
-            e.gloss.text = gloss;
-            e.doc_comment = doc;
+        for text in t.entities {
+            let id = text.id;
+            text.restore(
+                data.entities
+                    .get_mut(id as usize)
+                    .ok_or_else(|| bad("entity", id))?,
+            );
         }
         self.loaded.insert(position);
         Ok(())

@@ -113,7 +113,7 @@ fn is_shard_name(name: &str) -> bool {
     let Some((kind, hash)) = stem.rsplit_once('-') else {
         return false;
     };
-    ["search", "vectors", "text"].contains(&kind)
+    ["search", "vectors", "text", "postings"].contains(&kind)
         && hash.len() == 64
         && hash.bytes().all(|b| b.is_ascii_hexdigit())
 }
@@ -243,7 +243,12 @@ pub fn write_site(
 /// One line per shard kind: count and bytes.
 pub fn describe(report: &SiteReport) -> String {
     let m = &report.manifest;
-    let kinds = [ShardKind::Search, ShardKind::Vectors, ShardKind::Text];
+    let kinds = [
+        ShardKind::Search,
+        ShardKind::Postings,
+        ShardKind::Vectors,
+        ShardKind::Text,
+    ];
     let parts: Vec<String> = kinds
         .iter()
         .filter_map(|&k| {

@@ -62,6 +62,14 @@ fn shards_are_content_addressed_and_sized() {
         assert_eq!(info.bytes, bytes.len() as u64);
         assert!(name.ends_with(&format!("{}.bin", info.sha256)));
     }
+    // Postings shards cover every term exactly once, in order.
+    let mut next = 0u32;
+    for (_, p) in m.shards_of(ShardKind::Postings) {
+        let [a, b] = p.terms.unwrap();
+        assert_eq!(a, next);
+        next = b + 1;
+    }
+    assert!(next > 0);
     // Text shards cover every chunk exactly once, in order.
     let mut next = 0u32;
     for (_, t) in m.shards_of(ShardKind::Text) {
@@ -105,15 +113,38 @@ fn search_shard_holds_no_text_and_text_shards_restore_it() {
     assert_eq!(&w.corpus.data, data);
 }
 
+/// Retrieve as the browser does: fetch the postings a retrieval looked up
+/// and did not have, until it asks for none. Returns the rounds it took.
+fn retrieve_web(
+    w: &mut WebIndex,
+    s: &SiteIndex,
+    q: &str,
+) -> (codegloss_core::retrieve::Retrieval, usize) {
+    for round in 0..8 {
+        let r = retrieve(&w.corpus, q, None, &RetrievalSettings::default()).unwrap();
+        let need = w.missing_postings();
+        if need.is_empty() {
+            return (r, round);
+        }
+        for p in need {
+            let name = s.manifest.shards[p].name.clone();
+            w.add_postings(p, bytes_of(s, &name)).unwrap();
+        }
+    }
+    panic!("{q}: postings did not settle");
+}
+
 #[test]
 fn the_web_corpus_ranks_like_the_native_one() {
     let (_, data, lexical) = native();
     let native = Corpus::new(data.clone(), None, lexical.clone());
-    let w = open(&site());
+    let s = site();
+    let mut w = open(&s);
     let settings = RetrievalSettings::default();
+    assert!(s.manifest.shards_of(ShardKind::Postings).count() >= 1);
     for q in QUESTIONS {
         let a = retrieve(&native, q, None, &settings).unwrap();
-        let b = retrieve(&w.corpus, q, None, &settings).unwrap();
+        let (b, _) = retrieve_web(&mut w, &s, q);
         assert_eq!(a.chunks, b.chunks, "{q}");
         assert_eq!(
             a.context_tokens(&native),
@@ -121,6 +152,9 @@ fn the_web_corpus_ranks_like_the_native_one() {
             "{q}"
         );
     }
+    // A fresh index needs a round of postings for a keyword query.
+    let mut fresh = open(&s);
+    assert!(retrieve_web(&mut fresh, &s, QUESTIONS[1]).1 >= 1);
 }
 
 #[test]
@@ -180,6 +214,16 @@ fn damage_is_a_typed_error() {
         w.add_text(0, bytes_of(&s, &t.name)).is_err(),
         "position 0 is the search shard"
     );
+    let (pp, ps) = s.manifest.shards_of(ShardKind::Postings).next().unwrap();
+    assert!(
+        w.add_postings(p, bytes_of(&s, &ps.name)).is_err(),
+        "postings at a text position"
+    );
+    assert!(
+        w.add_postings(pp, bytes_of(&s, &t.name)).is_err(),
+        "text bytes as postings"
+    );
+    w.add_postings(pp, bytes_of(&s, &ps.name)).unwrap();
     // A manifest of another format or version.
     let mut m = s.manifest.clone();
     m.format_version = 99;

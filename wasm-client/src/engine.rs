@@ -123,9 +123,12 @@ impl Engine {
 
     /// Retrieve for a question. `query_vector` is the embedded
     /// [`Engine::query_text`] (omit it for keyword and structure only).
-    /// Returns JSON `{chunks: [...], files, missing: [{position, name,
-    /// bytes}]}`: `missing` lists the text shards to fetch and hand to
-    /// [`Engine::add_text`] before [`Engine::cards`] and [`Engine::prompt`].
+    /// Returns JSON `{need_postings: [{position, name, bytes}]}` when the
+    /// keyword postings of some query terms must be fetched first (hand
+    /// them to [`Engine::add_postings`] and search again), else `{chunks:
+    /// [...], files, missing: [{position, name, bytes}]}`: `missing` lists
+    /// the text shards to fetch and hand to [`Engine::add_text`] before
+    /// [`Engine::cards`] and [`Engine::prompt`] show their text.
     pub fn search(
         &mut self,
         question: &str,
@@ -139,6 +142,19 @@ impl Engine {
         let qv = query_vector.filter(|_| self.index.has_vectors());
         let r = retrieve(&self.index.corpus, question, qv.as_deref(), &settings)
             .map_err(|e| js_error("search", e))?;
+        // Keyword postings load per query: when this retrieval looked up
+        // terms whose lists are not here yet, its result is not final.
+        let need = self.index.missing_postings();
+        if !need.is_empty() {
+            let shards: Vec<Value> = need
+                .into_iter()
+                .map(|p| {
+                    let s = &self.index.manifest.shards[p];
+                    json!({"position": p, "name": s.name, "bytes": s.bytes})
+                })
+                .collect();
+            return Ok(json!({ "need_postings": shards }).to_string());
+        }
         let corpus = &self.index.corpus;
         let data = &corpus.data;
         let chunks: Vec<Value> = r
@@ -182,6 +198,14 @@ impl Engine {
         });
         self.last = Some((question.to_string(), r));
         Ok(out.to_string())
+    }
+
+    /// Add a postings shard's bytes (`position` from `need_postings`).
+    #[wasm_bindgen(js_name = addPostings)]
+    pub fn add_postings(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
+        self.index
+            .add_postings(position, bytes)
+            .map_err(|e| js_error("index postings", e))
     }
 
     /// Add a text shard's bytes (`position` from `missing`).

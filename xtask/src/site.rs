@@ -90,7 +90,8 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     run(cargo().args([
         "build",
         "--locked",
-        "--release",
+        "--profile",
+        "wasm-release",
         "-p",
         "codegloss-wasm",
         "-p",
@@ -105,7 +106,7 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
             .args(["--target", "web", "--no-typescript", "--out-dir"])
             .arg(out.join("codegloss").join(dir))
             .arg(
-                root.join("target/wasm32-unknown-unknown/release")
+                root.join("target/wasm32-unknown-unknown/wasm-release")
                     .join(format!("{name}.wasm")),
             ))?;
     }
