@@ -17,9 +17,17 @@ const browser = await launch();
 // Files fetched only for semantic search (model, runtime, query encoder,
 // vectors): the widget starts them right after its first results.
 const SEMANTIC_ONLY = /^(index\/model\/|codegloss\/ort\/|codegloss\/embed\/|index\/shards\/vectors-)/;
+// Text shards: the worker posts results first and fetches their text after.
+const TEXT = /^index\/shards\/text-/;
 
 function meter(page) {
-  const m = { bytes: 0, requests: [], keywordBytes: () => m.requests.filter((r) => !SEMANTIC_ONLY.test(r.url)).reduce((a, r) => a + r.bytes, 0) };
+  const sum = (f) => m.requests.filter(f).reduce((a, r) => a + r.bytes, 0);
+  const m = {
+    bytes: 0,
+    requests: [],
+    keywordBytes: () => sum((r) => !SEMANTIC_ONLY.test(r.url) && !TEXT.test(r.url)),
+    keywordTextBytes: () => sum((r) => !SEMANTIC_ONLY.test(r.url)),
+  };
   page.on('requestfinished', async (r) => {
     const s = await r.sizes().catch(() => null);
     if (!s) return;
@@ -53,10 +61,12 @@ try {
   // Everything but the semantic-only files, which the widget starts
   // fetching as soon as the first results are shown.
   out.bytes_before_first_keyword_results = net.keywordBytes();
+  out.bytes_first_keyword_results_with_text = net.keywordTextBytes();
   out.first_keyword_requests = net.requests.filter((r) => !SEMANTIC_ONLY.test(r.url));
   // The widget now loads semantic search in the background; let it finish.
   await page.waitForTimeout(1000);
   await page.waitForLoadState('networkidle', { timeout: 120000 }).catch(() => {});
+  await page.waitForTimeout(5000);
   out.warm_first_results_ms = await firstResults();
   await context.close();
 
@@ -80,7 +90,8 @@ try {
   const search = (q) => p2.evaluate((q) => window.__ask({ type: 'search', query: q }), q);
   const r0 = await search(questions[0]);
   await settle();
-  out.worker_bytes_first_keyword_results = net2.bytes;
+  out.worker_bytes_first_keyword_results = net2.keywordBytes();
+  out.worker_bytes_first_keyword_results_with_text = net2.bytes;
   out.first_results_semantic = r0.semantic;
   const sem = await p2.evaluate(() => window.__ask({ type: 'semantic' }));
   out.semantic_loaded = sem.on;

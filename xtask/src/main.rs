@@ -67,7 +67,7 @@ enum Cmd {
     /// Build the static site's assets into target/site-assets: the wasm
     /// client (wasm-bindgen), the worker, the widget and the landing page.
     SiteAssets,
-    /// Index the bundled example (tests/fixtures/sci-demo), inspect a symbol and answer a retrieval query.
+    /// Index the bundled example (tests/fixtures/sci-demo) and write its static site, inspect a symbol and answer a retrieval query.
     Demo {
         /// Where to write the index.
         #[arg(long, default_value = "target/demo-index")]
@@ -329,14 +329,30 @@ fn demo(out: &Path) -> Result<()> {
         root().join(out)
     };
     let out_s = out.to_string_lossy().into_owned();
+    let site_dir = root().join("target/demo-site");
+    let site_s = site_dir.to_string_lossy().into_owned();
     models::install(&root())?;
-    codegloss(&["index", "tests/fixtures/sci-demo", "--out", &out_s])?;
+    let assets = site::assets(&root())?;
+    codegloss(&[
+        "index",
+        "tests/fixtures/sci-demo",
+        "--out",
+        &out_s,
+        "--site",
+        &site_s,
+        "--assets",
+        &assets.to_string_lossy(),
+    ])?;
     codegloss(&["inspect", &out_s, "--symbol", "BareField::fillHalo"])?;
     codegloss(&[
         "query",
         &out_s,
         "How are the halo cells of a field exchanged between ranks?",
-    ])
+    ])?;
+    eprintln!(
+        "demo: the static site is in {site_s}; open it with `cargo run --release -p codegloss-indexer -- serve {site_s}` and http://127.0.0.1:8700/"
+    );
+    Ok(())
 }
 
 fn main() -> Result<()> {

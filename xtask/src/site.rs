@@ -316,6 +316,8 @@ pub fn bench(root: &Path, index: &Path, questions: &Path, json: &Path) -> Result
         "site_bytes": dir_bytes(&site),
         "site_index_bytes": dir_bytes(&site.join("index/shards")),
         "bytes_before_first_keyword_results": browser["bytes_before_first_keyword_results"],
+        "bytes_first_keyword_results_with_text": browser["bytes_first_keyword_results_with_text"],
+        "worker_bytes_first_keyword_results_with_text": browser["worker_bytes_first_keyword_results_with_text"],
         "worker_bytes_first_keyword_results": browser["worker_bytes_first_keyword_results"],
         "worker_bytes_first_semantic_results": browser["worker_bytes_first_semantic_results"],
         "later_query_bytes": browser["later_query_bytes"],
