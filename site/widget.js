@@ -915,6 +915,11 @@ class CodeglossSearch extends HTMLElement {
     }
     clearTimeout(this.#debounce);
     this.#expand(false);
+    // A newer question replaces the one still streaming: stop that one.
+    const previous = this.#answer;
+    if (previous && ['pending', 'streaming'].includes(previous.state) && this.#worker) {
+      this.#worker.postMessage({ type: 'cancel', id: previous.id });
+    }
     const settings = this.#settings();
     const id = ++this.#seq;
     this.#answer = {

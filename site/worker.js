@@ -102,10 +102,13 @@ async function loadSemantic() {
       fetchBytes(new URL(info.vectors.name, indexBase).href, { immutable: true }),
     ]);
     // Our own copy of the runtime, single-threaded (no cross-origin
-    // isolation needed), never a CDN.
+    // isolation needed), never a CDN. Its 14 MB binary goes through the
+    // Cache API under a URL that names the runtime's version.
     ort.env.wasm.wasmPaths = new URL('./ort/', import.meta.url).href;
     ort.env.wasm.numThreads = 1;
     ort.env.wasm.proxy = false;
+    const binary = new URL(`./ort/ort-wasm-simd-threaded.wasm?v=${ort.env.versions.web}`, import.meta.url).href;
+    ort.env.wasm.wasmBinary = await fetchBytes(binary, { immutable: true });
     const session = await ort.InferenceSession.create(model, { executionProviders: ['wasm'] });
     const encoder = new embedModule.QueryEncoder(tokenizer, engine.embeddingSpec());
     engine.addVectors(vectors);
@@ -194,14 +197,19 @@ async function handleAsk(id, query, settings) {
   if (!endpoint) throw Object.assign(new Error('no answer endpoint is set (open the settings)'), { answer: true });
   post({ type: 'answer-start', id, model, prompt_signature: prompt.prompt_signature });
   let reply;
+  const cancel = new AbortController();
+  answering.set(id, cancel);
   try {
     reply = JSON.parse(await chatCompletion(
       endpoint, model, settings.apiKey || undefined, JSON.stringify(prompt.messages),
       ANSWER_TEMPERATURE, ANSWER_MAX_TOKENS, ANSWER_TIMEOUT_MS, true,
       (text) => post({ type: 'answer-delta', id, text }),
+      cancel.signal,
     ));
   } catch (e) {
     throw Object.assign(new Error(message(e)), { answer: true });
+  } finally {
+    answering.delete(id);
   }
   const checked = JSON.parse(Engine.citations(reply.text, JSON.stringify(prompt.context)));
   post({
@@ -210,10 +218,18 @@ async function handleAsk(id, query, settings) {
   });
 }
 
+// Answers streaming now, by request id: `cancel` stops one.
+const answering = new Map();
+
 let opened = null;
 self.onmessage = async (event) => {
   const msg = event.data || {};
   try {
+    if (msg.type === 'cancel') {
+      const c = answering.get(msg.id);
+      if (c) c.abort();
+      return;
+    }
     if (msg.type === 'init') {
       if (msg.semantic === 'manual') semanticMode = 'manual';
       opened = open(msg.index);

@@ -357,6 +357,11 @@ pub fn serve(root: &Path, host: IpAddr, port: u16) -> Result<(), IndexError> {
     for request in server.incoming_requests() {
         let url = request.url().to_string();
         let response = match (request.method(), resolve(&root, &url)) {
+            (tiny_http::Method::Get | tiny_http::Method::Head, Some(path))
+                if path.is_file() && etag(&path).is_some_and(|t| if_none_match(&request, &t)) =>
+            {
+                tiny_http::Response::from_data(Vec::new()).with_status_code(304)
+            }
             (tiny_http::Method::Get | tiny_http::Method::Head, Some(path)) if path.is_file() => {
                 match std::fs::read(&path) {
                     Ok(bytes) => {
@@ -388,6 +393,9 @@ pub fn serve(root: &Path, host: IpAddr, port: u16) -> Result<(), IndexError> {
                         if gz {
                             r = r.with_header(header("Content-Encoding", "gzip"));
                         }
+                        if let Some(tag) = etag(&path) {
+                            r = r.with_header(header("ETag", &tag));
+                        }
                         r
                     }
                     Err(e) => tiny_http::Response::from_string(format!("cannot read: {e}"))
@@ -405,6 +413,23 @@ pub fn serve(root: &Path, host: IpAddr, port: u16) -> Result<(), IndexError> {
         }
     }
     Ok(())
+}
+
+/// A validator for revalidation (`no-cache` files): size and modification time.
+fn etag(path: &Path) -> Option<String> {
+    let m = std::fs::metadata(path).ok()?;
+    let t = m
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    Some(format!("\"{:x}-{:x}\"", m.len(), t.as_nanos()))
+}
+
+fn if_none_match(request: &tiny_http::Request, tag: &str) -> bool {
+    request.headers().iter().any(|h| {
+        h.field.equiv("If-None-Match") && h.value.as_str().split(',').any(|v| v.trim() == tag)
+    })
 }
 
 fn header(name: &str, value: &str) -> tiny_http::Header {

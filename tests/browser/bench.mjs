@@ -9,6 +9,8 @@
 import fs from 'node:fs';
 import { launch } from './lib.mjs';
 
+setTimeout(() => { console.error('bench: did not finish within 30 min'); process.exit(1); }, 1800000).unref();
+
 const questions = JSON.parse(fs.readFileSync(process.env.QUESTIONS, 'utf8'));
 const site = process.env.SITE_URL;
 const out = { site };

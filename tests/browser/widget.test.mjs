@@ -149,6 +149,9 @@ async function ask(page, question) {
 
 // ------------------------------------------------------------------ setup
 
+// A hung browser fails the run instead of stalling CI.
+setTimeout(() => { console.log('FAIL watchdog: the browser test did not finish within 600 s'); process.exit(1); }, 600000).unref();
+
 const pageErrors = [];
 function watch(page, label) {
   page.on('pageerror', (err) => pageErrors.push(`${label}: ${err.message}`));

@@ -44,6 +44,7 @@ pub async fn chat_completion(
     timeout_ms: u32,
     stream: bool,
     on_delta: Function,
+    cancel: Option<web_sys::AbortSignal>,
 ) -> Result<JsValue, JsValue> {
     let messages: Vec<Message> = serde_json::from_str(&messages_json)
         .map_err(|e| js_sys::Error::new(&format!("messages: {e}")))?;
@@ -65,7 +66,8 @@ pub async fn chat_completion(
 
     // Abort after the timeout.
     let global = js_sys::global();
-    let abort = Closure::once_into_js(move || controller.abort());
+    let on_timeout = controller.clone();
+    let abort = Closure::once_into_js(move || on_timeout.abort());
     let set_timeout: Function = get(&global, "setTimeout")?.dyn_into()?;
     let timer = set_timeout.call2(&global, &abort, &JsValue::from(timeout_ms))?;
     let clear = move || {
@@ -74,6 +76,15 @@ pub async fn chat_completion(
             let _ = f.call1(&js_sys::global(), &timer);
         }
     };
+
+    // Stop when the caller cancels (a newer question replaced this one).
+    if let Some(signal) = &cancel {
+        let controller = controller.clone();
+        let stop = Closure::once_into_js(move || controller.abort());
+        let add: Function = get(signal, "addEventListener")?.dyn_into()?;
+        add.call2(signal, &JsValue::from_str("abort"), &stop)?;
+    }
+    let cancelled = move || cancel.as_ref().is_some_and(web_sys::AbortSignal::aborted);
 
     let fetch: Function = get(&global, "fetch")?.dyn_into()?;
     let promise: Promise = fetch.call1(&global, &request)?.dyn_into()?;
@@ -85,7 +96,9 @@ pub async fn chat_completion(
                 .ok()
                 .and_then(|n| n.as_string())
                 .is_some_and(|n| n == "AbortError");
-            return Err(if aborted {
+            return Err(if aborted && cancelled() {
+                error(&base_url, "the answer was stopped")
+            } else if aborted {
                 error(
                     &base_url,
                     format!("no answer within {} s (timeout)", timeout_ms / 1000),
