@@ -651,6 +651,15 @@ class CodeglossSearch extends HTMLElement {
         entry.el.append(details);
         entry.details = details;
       }
+      if ((gloss || details || msg.all) && !fresh.querySelector('.cg-more')) {
+        entry.el.querySelector('.cg-more')?.remove();
+      }
+      if (msg.all) entry.el.querySelector('.cg-more')?.remove();
+      if (entry.wantsOpen && entry.details) {
+        entry.wantsOpen = false;
+        this.#ensureCode(entry.details);
+        entry.details.open = true;
+      }
     }
   }
 
@@ -716,7 +725,24 @@ class CodeglossSearch extends HTMLElement {
           { class: 'cg-code', 'data-testid': 'cg-code', 'data-n': n },
           h('summary', {}, lineCount > 0 ? `Code (${plural(lineCount, 'line')})` : 'Code (whole file)'),
         ),
+      // Cards further down get their text on request, to keep each query small.
+      !card.gloss && !card.code && this.#moreButton(),
     );
+  }
+
+  /** A button that fetches the text of every card of the current results. */
+  #moreButton() {
+    const button = h('button', { type: 'button', class: 'cg-more', 'data-testid': 'cg-more' }, 'Show explanation and code');
+    button.addEventListener('click', () => this.#requestText(button));
+    return button;
+  }
+
+  #requestText(button) {
+    if (button) {
+      button.disabled = true;
+      button.textContent = 'Loading…';
+    }
+    if (this.#worker && this.#cardsOwner) this.#worker.postMessage({ type: 'text', id: this.#cardsOwner });
   }
 
   /** Render a card's code the first time it is opened. */
@@ -741,6 +767,10 @@ class CodeglossSearch extends HTMLElement {
     if (entry.details) {
       this.#ensureCode(entry.details);
       entry.details.open = true;
+    } else if (entry.el.querySelector('.cg-more')) {
+      // Its text is not here yet: fetch it, and open the code when it comes.
+      entry.wantsOpen = true;
+      this.#requestText(entry.el.querySelector('.cg-more'));
     }
     entry.el.scrollIntoView({ block: 'start', behavior: 'auto' });
     entry.el.focus({ preventScroll: true });

@@ -159,25 +159,37 @@ async function retrieveLoaded(query, vector) {
   throw new Error('the keyword postings did not settle');
 }
 
-// Search, post the results at once (metadata only), then load the text
-// (glosses and code) of every chunk found and post it as `texts`.
+// Cards whose text (gloss, code) is fetched with the results; the text of
+// the others follows on request (`text` message) or for an answer.
+const CARDS_WITH_TEXT = 6;
+let lastSearch = null; // {id, chunks}: the engine's last retrieval
+
+async function loadText(chunks) {
+  const missing = JSON.parse(engine.missingText(Uint32Array.from(chunks)));
+  await Promise.all(missing.map(async (m) => {
+    const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
+    engine.addText(m.position, bytes);
+  }));
+  return missing.length;
+}
+
+// Search, post the results at once (metadata only), then load the text of
+// the first cards and post them again as `texts`.
 async function handleSearch(id, query) {
   const started = performance.now();
   const before = bytesFetched;
   const vector = await embed(query);
   const embedMs = performance.now() - started;
   const { result, ms: searchMs } = await retrieveLoaded(query, vector);
+  const chunks = result.chunks.map((c) => c.chunk);
+  lastSearch = { id, chunks };
   const complete = result.missing.length === 0;
   post({
     type: 'results', id, query, semantic: result.semantic, cards: JSON.parse(engine.cards()), text: complete,
     stats: { ms: performance.now() - started, embed_ms: embedMs, search_ms: searchMs, bytes: bytesFetched - before },
     ranked: result.chunks, files: result.files,
   });
-  if (!complete) {
-    await Promise.all(result.missing.map(async (m) => {
-      const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
-      engine.addText(m.position, bytes);
-    }));
+  if (!complete && (await loadText(chunks.slice(0, CARDS_WITH_TEXT))) > 0) {
     post({ type: 'texts', id, cards: JSON.parse(engine.cards()), stats: { ms: performance.now() - started, bytes: bytesFetched - before } });
   }
   // The embedding model loads after the first keyword results are shown.
@@ -185,11 +197,21 @@ async function handleSearch(id, query) {
   return result;
 }
 
+// The text of every card of the last search (a card opened further down,
+// or the context of an answer).
+async function handleText(id) {
+  if (!lastSearch || lastSearch.id !== id) return;
+  const before = bytesFetched;
+  await loadText(lastSearch.chunks);
+  post({ type: 'texts', id, all: true, cards: JSON.parse(engine.cards()), stats: { bytes: bytesFetched - before } });
+}
+
 async function handleAsk(id, query, settings) {
   let prompt;
   // The search and prompt run in the chain; the answer streams outside it.
   await (chain = chain.then(async () => {
     await handleSearch(id, query);
+    await handleText(id);
     prompt = JSON.parse(engine.prompt(ANSWER_BUDGET_TOKENS));
   }));
   const endpoint = (settings && settings.endpoint || '').trim();
@@ -240,6 +262,8 @@ self.onmessage = async (event) => {
     await opened;
     if (msg.type === 'search') {
       await (chain = chain.then(() => handleSearch(msg.id, msg.query)));
+    } else if (msg.type === 'text') {
+      await (chain = chain.then(() => handleText(msg.id)));
     } else if (msg.type === 'ask') {
       await handleAsk(msg.id, msg.query, msg.settings);
     } else if (msg.type === 'semantic') {

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import { launch } from './lib.mjs';
 
-setTimeout(() => { console.error('bench: did not finish within 30 min'); process.exit(1); }, 1800000).unref();
+setTimeout(() => { console.error('bench: did not finish within 12 min'); process.exit(1); }, 720000).unref();
 
 const questions = JSON.parse(fs.readFileSync(process.env.QUESTIONS, 'utf8'));
 const site = process.env.SITE_URL;
@@ -39,6 +39,7 @@ function meter(page) {
   });
   return m;
 }
+const log = (m) => console.error(`bench: ${m}`);
 const settle = () => new Promise((r) => setTimeout(r, 300));
 const percentile = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -59,6 +60,7 @@ try {
     return Date.now() - t0;
   };
   out.cold_first_results_ms = await firstResults();
+  log('cold first results');
   await settle();
   // Everything but the semantic-only files, which the widget starts
   // fetching as soon as the first results are shown.
@@ -70,6 +72,7 @@ try {
   await page.waitForLoadState('networkidle', { timeout: 120000 }).catch(() => {});
   await page.waitForTimeout(5000);
   out.warm_first_results_ms = await firstResults();
+  log('warm first results');
   await context.close();
 
   // 2. The worker directly (what the widget drives), cold cache: exact
@@ -91,11 +94,13 @@ try {
   await p2.evaluate(() => window.__ready);
   const search = (q) => p2.evaluate((q) => window.__ask({ type: 'search', query: q }), q);
   const r0 = await search(questions[0]);
+  log('worker: first keyword results');
   await settle();
   out.worker_bytes_first_keyword_results = net2.keywordBytes();
   out.worker_bytes_first_keyword_results_with_text = net2.bytes;
   out.first_results_semantic = r0.semantic;
   const sem = await p2.evaluate(() => window.__ask({ type: 'semantic' }));
+  log('worker: semantic loaded');
   out.semantic_loaded = sem.on;
   const r1 = await search(questions[1]);
   await settle();
@@ -109,6 +114,7 @@ try {
     await settle();
     later.push(net2.bytes - before);
   }
+  log('worker: later queries');
   out.later_query_bytes = { n: later.length, mean: later.reduce((a, b) => a + b, 0) / later.length, p50: percentile(later, 50), max: Math.max(...later) };
 
   // 3. Retrieval time per question in wasm, keyword-only and hybrid, with

@@ -272,6 +272,25 @@ check('keyboard', async () => {
   await screenshot(page, 'keyboard.png');
 });
 
+check('more-text', async () => {
+  // The first six cards come with their text; the rest load on request.
+  const question = 'halo';
+  await page.locator(sel.input).fill(question);
+  const s = await waitForCards(page, question);
+  if (s.paths.length <= 6) fail(`expected more than 6 cards for "${question}", got ${s.paths.length}`);
+  await page.locator(sel.input).press('Escape');
+  // On the small fixture one text shard may already hold every card's text;
+  // then there is nothing left to load and no button.
+  await page.waitForTimeout(300);
+  const more = page.locator('[data-testid="cg-more"]').first();
+  if (await more.count()) await more.click();
+  await until(page, 'every card to have its text', () => {
+    const root = document.querySelector('codegloss-search')?.shadowRoot;
+    return root && root.querySelectorAll('[data-testid="cg-more"]').length === 0
+      && [...root.querySelectorAll('[data-testid="cg-card"]')].every((c) => c.querySelector('.cg-gloss, details'));
+  });
+});
+
 check('xss', async () => {
   const query = 'inert markup sanitizer';
   await page.locator(sel.input).fill(query);

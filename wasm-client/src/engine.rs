@@ -200,6 +200,23 @@ impl Engine {
         Ok(out.to_string())
     }
 
+    /// The text shards still missing for these chunks (`[{position, name,
+    /// bytes}]` as JSON), so a page can load the text of the cards in view
+    /// first and the rest on demand.
+    #[wasm_bindgen(js_name = missingText)]
+    pub fn missing_text(&self, chunks: Vec<u32>) -> String {
+        let missing: Vec<Value> = self
+            .index
+            .missing_text(&chunks)
+            .into_iter()
+            .map(|p| {
+                let s = &self.index.manifest.shards[p];
+                json!({"position": p, "name": s.name, "bytes": s.bytes})
+            })
+            .collect();
+        Value::Array(missing).to_string()
+    }
+
     /// Add a postings shard's bytes (`position` from `need_postings`).
     #[wasm_bindgen(js_name = addPostings)]
     pub fn add_postings(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
