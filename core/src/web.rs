@@ -259,20 +259,13 @@ impl PackedLexical {
         }
     }
 
-    /// Unpack, refusing lists whose ids overflow.
-    pub fn unpack(self) -> Option<LexicalIndex> {
+    /// Unpack, refusing lists whose ids overflow or name a chunk at or
+    /// past `chunks`.
+    pub fn unpack(self, chunks: usize) -> Option<LexicalIndex> {
         let postings = self
             .postings
             .into_iter()
-            .map(|list| {
-                let mut prev = 0u32;
-                list.into_iter()
-                    .map(|(gap, tf)| {
-                        prev = prev.checked_add(gap)?;
-                        Some((prev, tf))
-                    })
-                    .collect::<Option<Vec<_>>>()
-            })
+            .map(|list| undelta(list, chunks))
             .collect::<Option<Vec<_>>>()?;
         Some(LexicalIndex::new(
             self.weights,
@@ -281,6 +274,18 @@ impl PackedLexical {
             self.doc_len,
         ))
     }
+}
+
+/// A posting list back from gaps to chunk ids; `None` when an id
+/// overflows or is not below `chunks`.
+fn undelta(list: Vec<(u32, u16)>, chunks: usize) -> Option<Vec<(u32, u16)>> {
+    let mut prev = 0u32;
+    list.into_iter()
+        .map(|(gap, tf)| {
+            prev = prev.checked_add(gap).filter(|&c| (c as usize) < chunks)?;
+            Some((prev, tf))
+        })
+        .collect()
 }
 
 /// The posting lists of a run of terms, chunk ids as gaps.
@@ -653,12 +658,8 @@ impl WebIndex {
         let n = data.chunks.len();
         let mut lexical = s
             .lexical
-            .unpack()
-            .filter(|l| {
-                l.doc_len.len() == n
-                    && l.terms.len() == l.postings.len()
-                    && l.postings.iter().flatten().all(|&(c, _)| (c as usize) < n)
-            })
+            .unpack(n)
+            .filter(|l| l.doc_len.len() == n && l.terms.len() == l.postings.len())
             .ok_or_else(|| {
                 inconsistent(format!("the keyword index does not fit the {n} chunks"))
             })?;
@@ -704,31 +705,47 @@ impl WebIndex {
     /// add these shards and retrieve again.
     pub fn missing_postings(&self) -> Vec<usize> {
         let wanted = self.corpus.lexical.take_wanted();
-        let mut need = BTreeSet::new();
-        for t in wanted {
-            let t = t as u32;
-            if let Some((p, _)) = self
-                .manifest
-                .shards_of(ShardKind::Postings)
-                .find(|(_, s)| s.terms.is_some_and(|[a, b]| a <= t && t <= b))
-            {
-                need.insert(p);
-            }
-        }
+        let need: BTreeSet<usize> = wanted
+            .into_iter()
+            .filter_map(|t| self.shard_covering(ShardKind::Postings, t as u32))
+            .collect();
         need.into_iter().collect()
+    }
+
+    /// The shard of `kind` whose range (terms for postings, chunks for
+    /// text) holds `id`.
+    fn shard_covering(&self, kind: ShardKind, id: u32) -> Option<usize> {
+        self.manifest
+            .shards_of(kind)
+            .find(|(_, s)| {
+                let range = if kind == ShardKind::Postings {
+                    s.terms
+                } else {
+                    s.chunks
+                };
+                range.is_some_and(|[a, b]| a <= id && id <= b)
+            })
+            .map(|(i, _)| i)
+    }
+
+    /// The manifest entry at `position`, which must be a shard of `kind`.
+    fn shard_at(&self, position: usize, kind: ShardKind) -> Result<ShardInfo, CoreError> {
+        self.manifest
+            .shards
+            .get(position)
+            .filter(|s| s.kind == kind)
+            .cloned()
+            .ok_or_else(|| CoreError::Manifest {
+                message: format!(
+                    "{WEB_MANIFEST}: no {} shard at position {position}",
+                    kind.as_str()
+                ),
+            })
     }
 
     /// Add a postings shard (its position in the manifest's shard list).
     pub fn add_postings(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
-        let info = self
-            .manifest
-            .shards
-            .get(position)
-            .filter(|s| s.kind == ShardKind::Postings)
-            .ok_or_else(|| CoreError::Manifest {
-                message: format!("{WEB_MANIFEST}: no postings shard at position {position}"),
-            })?
-            .clone();
+        let info = self.shard_at(position, ShardKind::Postings)?;
         let p: PostingsShard = decode_shard(&info, bytes)?;
         let n = self.corpus.data.chunks.len();
         let bad = |message: String| CoreError::Inconsistent {
@@ -742,19 +759,12 @@ impl WebIndex {
         if (b as usize) >= self.corpus.lexical.terms.len() {
             return Err(bad("its terms lie outside the vocabulary".into()));
         }
-        let mut lists = Vec::with_capacity(p.lists.len());
-        for list in p.lists {
-            let mut prev = 0u32;
-            let mut out = Vec::with_capacity(list.len());
-            for (gap, tf) in list {
-                prev = prev
-                    .checked_add(gap)
-                    .filter(|&c| (c as usize) < n)
-                    .ok_or_else(|| bad("a posting names a chunk outside the index".into()))?;
-                out.push((prev, tf));
-            }
-            lists.push(out);
-        }
+        let lists = p
+            .lists
+            .into_iter()
+            .map(|list| undelta(list, n))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("a posting names a chunk outside the index".into()))?;
         self.corpus.lexical.load_postings(a as usize, lists);
         Ok(())
     }
@@ -762,13 +772,6 @@ impl WebIndex {
     /// Whether vectors are loaded.
     pub fn has_vectors(&self) -> bool {
         self.corpus.vectors.is_some()
-    }
-
-    fn text_shard_of(&self, chunk: u32) -> Option<usize> {
-        self.manifest
-            .shards_of(ShardKind::Text)
-            .find(|(_, s)| s.chunks.is_some_and(|[a, b]| a <= chunk && chunk <= b))
-            .map(|(i, _)| i)
     }
 
     /// Positions (in the manifest's shard list) of the text shards still
@@ -781,7 +784,7 @@ impl WebIndex {
             };
             let first = self.corpus.first_chunk(chunk.entity).unwrap_or(c);
             for id in [c, first] {
-                if let Some(s) = self.text_shard_of(id) {
+                if let Some(s) = self.shard_covering(ShardKind::Text, id) {
                     if !self.loaded.contains(&s) {
                         need.insert(s);
                     }
@@ -793,15 +796,7 @@ impl WebIndex {
 
     /// Add a text shard (its position in the manifest's shard list).
     pub fn add_text(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
-        let info = self
-            .manifest
-            .shards
-            .get(position)
-            .filter(|s| s.kind == ShardKind::Text)
-            .ok_or_else(|| CoreError::Manifest {
-                message: format!("{WEB_MANIFEST}: no text shard at position {position}"),
-            })?
-            .clone();
+        let info = self.shard_at(position, ShardKind::Text)?;
         let t: TextShard = decode_shard(&info, bytes)?;
         let data = &mut self.corpus.data;
         let bad = |what: &str, id: u32| CoreError::Inconsistent {

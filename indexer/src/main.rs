@@ -985,23 +985,7 @@ fn run_query(
         let chunks: Vec<serde_json::Value> = r
             .chunks
             .iter()
-            .map(|rc| {
-                let c = &data.chunks[rc.chunk as usize];
-                let e = &data.entities[c.entity as usize];
-                serde_json::json!({
-                    "chunk": rc.chunk,
-                    "role": rc.role.as_str(),
-                    "path": c.path,
-                    "start_line": c.start_line,
-                    "end_line": c.end_line,
-                    "symbol": e.qualified_name,
-                    "chunk_type": c.chunk_type,
-                    "gloss": e.gloss.text,
-                    "sources": rc.sources,
-                    "score": rc.score,
-                    "via": rc.via,
-                })
-            })
+            .map(|rc| rc.to_json(&corpus, true))
             .collect();
         let out = serde_json::json!({
             "question": question,

@@ -146,47 +146,16 @@ impl Engine {
         // terms whose lists are not here yet, its result is not final.
         let need = self.index.missing_postings();
         if !need.is_empty() {
-            let shards: Vec<Value> = need
-                .into_iter()
-                .map(|p| {
-                    let s = &self.index.manifest.shards[p];
-                    json!({"position": p, "name": s.name, "bytes": s.bytes})
-                })
-                .collect();
-            return Ok(json!({ "need_postings": shards }).to_string());
+            return Ok(json!({ "need_postings": self.shard_refs(need) }).to_string());
         }
         let corpus = &self.index.corpus;
-        let data = &corpus.data;
         let chunks: Vec<Value> = r
             .chunks
             .iter()
-            .map(|rc| {
-                let c = &data.chunks[rc.chunk as usize];
-                let e = &data.entities[c.entity as usize];
-                json!({
-                    "chunk": rc.chunk,
-                    "role": rc.role.as_str(),
-                    "path": c.path,
-                    "start_line": c.start_line,
-                    "end_line": c.end_line,
-                    "symbol": e.qualified_name,
-                    "chunk_type": c.chunk_type,
-                    "sources": rc.sources,
-                    "score": rc.score,
-                    "via": rc.via,
-                })
-            })
+            .map(|rc| rc.to_json(corpus, false))
             .collect();
         let ids: Vec<u32> = r.chunks.iter().map(|c| c.chunk).collect();
-        let missing: Vec<Value> = self
-            .index
-            .missing_text(&ids)
-            .into_iter()
-            .map(|p| {
-                let s = &self.index.manifest.shards[p];
-                json!({"position": p, "name": s.name, "bytes": s.bytes})
-            })
-            .collect();
+        let missing = self.shard_refs(self.index.missing_text(&ids));
         let out = json!({
             "question": question,
             "intent": r.route.intent.as_str(),
@@ -205,16 +174,8 @@ impl Engine {
     /// first and the rest on demand.
     #[wasm_bindgen(js_name = missingText)]
     pub fn missing_text(&self, chunks: Vec<u32>) -> String {
-        let missing: Vec<Value> = self
-            .index
-            .missing_text(&chunks)
-            .into_iter()
-            .map(|p| {
-                let s = &self.index.manifest.shards[p];
-                json!({"position": p, "name": s.name, "bytes": s.bytes})
-            })
-            .collect();
-        Value::Array(missing).to_string()
+        self.shard_refs(self.index.missing_text(&chunks))
+            .to_string()
     }
 
     /// Add a postings shard's bytes (`position` from `need_postings`).
@@ -312,5 +273,19 @@ impl Engine {
             "cited_share": report.cited_share,
         })
         .to_string())
+    }
+}
+
+impl Engine {
+    /// `[{position, name, bytes}]` of shards by manifest position: what the
+    /// worker fetches and hands back.
+    fn shard_refs(&self, positions: Vec<usize>) -> Value {
+        positions
+            .into_iter()
+            .map(|p| {
+                let s = &self.index.manifest.shards[p];
+                json!({"position": p, "name": s.name, "bytes": s.bytes})
+            })
+            .collect()
     }
 }

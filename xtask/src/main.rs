@@ -231,21 +231,10 @@ fn ci() -> Result<()> {
     let tests = run_tests(&url, &assets, &npm);
     llm::stop(&root(), 8089)?;
     let (passed, failed) = tests?;
-    run(cargo().args([
-        "clippy",
-        "--locked",
-        "-p",
-        "codegloss-core",
-        "-p",
-        "codegloss-wasm",
-        "-p",
-        "codegloss-wasm-embed",
-        "--target",
-        "wasm32-unknown-unknown",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    run(cargo()
+        .args(["clippy", "--locked", "-p", "codegloss-core"])
+        .args(site::WASM_CRATES.iter().flat_map(|c| ["-p", c]))
+        .args(["--target", "wasm32-unknown-unknown", "--", "-D", "warnings"]))?;
     // The GPU build option must keep compiling (it cannot run here).
     run(cargo().args([
         "check",

@@ -12,6 +12,10 @@ use anyhow::{bail, Context, Result};
 
 use crate::{cargo, ensure_wasm_target, run};
 
+/// The crates compiled to wasm32 for the site: the search module and the
+/// query encoder (`cargo xtask ci` lints them for wasm32 too).
+pub const WASM_CRATES: [&str; 2] = ["codegloss-wasm", "codegloss-wasm-embed"];
+
 /// npm packages, pinned: the browser runtime of the query-embedding model
 /// (served from the site itself, never a CDN) and the browser-test driver.
 const NPM_PACKAGES: [(&str, &str); 2] =
@@ -87,18 +91,10 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
 pub fn assets(root: &Path) -> Result<PathBuf> {
     ensure_wasm_target()?;
     let wasm_bindgen = wasm_bindgen_cli(root)?;
-    run(cargo().args([
-        "build",
-        "--locked",
-        "--profile",
-        "wasm-release",
-        "-p",
-        "codegloss-wasm",
-        "-p",
-        "codegloss-wasm-embed",
-        "--target",
-        "wasm32-unknown-unknown",
-    ]))?;
+    run(cargo()
+        .args(["build", "--locked", "--profile", "wasm-release"])
+        .args(WASM_CRATES.iter().flat_map(|c| ["-p", c]))
+        .args(["--target", "wasm32-unknown-unknown"]))?;
     let out = root.join("target/site-assets");
     // The search module, and the query encoder loaded later with semantic search.
     for (name, dir) in [("codegloss_wasm", "pkg"), ("codegloss_wasm_embed", "embed")] {

@@ -129,6 +129,33 @@ pub struct RetrievedChunk {
     pub via: Option<Expansion>,
 }
 
+impl RetrievedChunk {
+    /// The chunk as `codegloss query --json` lists it, and as the browser's
+    /// engine reports it for the parity check: id, role, location, symbol
+    /// and chunk type, the entity's gloss when `gloss` is set, then the
+    /// diagnostics (sources, score parts, the edge that brought it in).
+    pub fn to_json(&self, corpus: &Corpus, gloss: bool) -> serde_json::Value {
+        let c = &corpus.data.chunks[self.chunk as usize];
+        let e = &corpus.data.entities[c.entity as usize];
+        let mut m = serde_json::Map::new();
+        m.insert("chunk".into(), self.chunk.into());
+        m.insert("role".into(), self.role.as_str().into());
+        m.insert("path".into(), c.path.as_str().into());
+        m.insert("start_line".into(), c.start_line.into());
+        m.insert("end_line".into(), c.end_line.into());
+        m.insert("symbol".into(), e.qualified_name.as_str().into());
+        m.insert("chunk_type".into(), c.chunk_type.as_str().into());
+        if gloss {
+            m.insert("gloss".into(), e.gloss.text.as_str().into());
+        }
+        let value = |v: serde_json::Result<serde_json::Value>| v.unwrap_or_default();
+        m.insert("sources".into(), value(serde_json::to_value(&self.sources)));
+        m.insert("score".into(), value(serde_json::to_value(self.score)));
+        m.insert("via".into(), value(serde_json::to_value(&self.via)));
+        serde_json::Value::Object(m)
+    }
+}
+
 /// The result of retrieval with its diagnostics.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct Retrieval {
