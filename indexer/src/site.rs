@@ -330,6 +330,12 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 /// Serve a site folder over HTTP until the process ends. Compressible
 /// files are gzipped when the client accepts it (as static hosts do);
 /// shards are already compressed. Logs one line per request to stderr.
+///
+/// Each connection has its own thread and keeps alive (HTTP/1.1), as a
+/// browser expects of a static host. It does not use `tiny_http`, which
+/// this once did: under load, Chromium now and then left a request queued
+/// on its connections for minutes (the semantic-search files, in the
+/// browser tests), with one server thread or several.
 pub fn serve(root: &Path, host: IpAddr, port: u16) -> Result<(), IndexError> {
     let root = root.canonicalize().map_err(|e| IndexError::io(root, e))?;
     if !root.join("index").join(WEB_MANIFEST).is_file() {
@@ -341,78 +347,225 @@ pub fn serve(root: &Path, host: IpAddr, port: u16) -> Result<(), IndexError> {
         });
     }
     let addr = SocketAddr::new(host, port);
-    let server = tiny_http::Server::http(addr).map_err(|e| IndexError::Site {
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| IndexError::Site {
         message: format!("cannot listen on {addr}: {e}"),
     })?;
-    let local = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| addr.to_string(), |a| a.to_string());
+    let local = listener
+        .local_addr()
+        .map_or_else(|_| addr.to_string(), |a| a.to_string());
     eprintln!(
         "serving {} on http://{local}/ (Ctrl-C stops)",
         root.display()
     );
     // The URL on stdout, for scripts that start the server.
     println!("http://{local}/");
-    for request in server.incoming_requests() {
-        let url = request.url().to_string();
-        let response = match (request.method(), resolve(&root, &url)) {
-            (tiny_http::Method::Get | tiny_http::Method::Head, Some(path))
-                if path.is_file() && etag(&path).is_some_and(|t| if_none_match(&request, &t)) =>
-            {
-                tiny_http::Response::from_data(Vec::new()).with_status_code(304)
-            }
-            (tiny_http::Method::Get | tiny_http::Method::Head, Some(path)) if path.is_file() => {
-                match std::fs::read(&path) {
-                    Ok(bytes) => {
-                        let ctype = content_type(&path);
-                        let name = path.to_string_lossy();
-                        let immutable = name.contains("/index/shards/");
-                        let compressible = !immutable
-                            && (ctype.starts_with("text/")
-                                || ctype == "application/json"
-                                || ctype == "application/wasm");
-                        let accepts_gzip = request.headers().iter().any(|h| {
-                            h.field.equiv("Accept-Encoding") && h.value.as_str().contains("gzip")
-                        });
-                        let (bytes, gz) = if compressible && accepts_gzip {
-                            (gzip(&bytes), true)
-                        } else {
-                            (bytes, false)
-                        };
-                        let mut r = tiny_http::Response::from_data(bytes)
-                            .with_header(header("Content-Type", ctype))
-                            .with_header(header(
-                                "Cache-Control",
-                                if immutable {
-                                    "public, max-age=31536000, immutable"
-                                } else {
-                                    "no-cache"
-                                },
-                            ));
-                        if gz {
-                            r = r.with_header(header("Content-Encoding", "gzip"));
-                        }
-                        if let Some(tag) = etag(&path) {
-                            r = r.with_header(header("ETag", &tag));
-                        }
-                        r
-                    }
-                    Err(e) => tiny_http::Response::from_string(format!("cannot read: {e}"))
-                        .with_status_code(500),
-                }
-            }
-            (tiny_http::Method::Get | tiny_http::Method::Head, _) => {
-                tiny_http::Response::from_string("not found").with_status_code(404)
-            }
-            _ => tiny_http::Response::from_string("method not allowed").with_status_code(405),
-        };
-        eprintln!("{} {} {}", request.method(), url, response.status_code().0);
-        if let Err(e) = request.respond(response) {
-            log::debug!("response to {url} not delivered: {e}");
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        if open.load(std::sync::atomic::Ordering::Relaxed) >= MAX_CONNECTIONS {
+            // Dropping it closes it; the browser retries.
+            continue;
         }
+        open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (root, open) = (root.clone(), open.clone());
+        std::thread::spawn(move || {
+            if let Err(e) = connection(&root, stream) {
+                log::debug!("connection ended: {e}");
+            }
+            open.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        });
     }
     Ok(())
+}
+
+/// Connections served at once by `codegloss serve`.
+const MAX_CONNECTIONS: usize = 64;
+/// Largest request head accepted.
+const MAX_HEAD: usize = 32 * 1024;
+
+/// One parsed request head.
+struct Head {
+    method: String,
+    path: String,
+    keep_alive: bool,
+    gzip: bool,
+    if_none_match: Option<String>,
+    /// Bytes of the head (what follows belongs to the next request).
+    len: usize,
+}
+
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(format!("bad request: {e}")),
+    };
+    let value = |name: &str| {
+        req.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value).into_owned())
+    };
+    let connection = value("Connection").unwrap_or_default().to_ascii_lowercase();
+    if value("Content-Length").is_some_and(|v| v.trim() != "0")
+        || value("Transfer-Encoding").is_some()
+    {
+        return Err("requests with a body are not served".into());
+    }
+    Ok(Some(Head {
+        method: req.method.unwrap_or("").to_string(),
+        path: req.path.unwrap_or("/").to_string(),
+        keep_alive: if req.version == Some(0) {
+            connection.contains("keep-alive")
+        } else {
+            !connection.contains("close")
+        },
+        gzip: value("Accept-Encoding").is_some_and(|v| v.contains("gzip")),
+        if_none_match: value("If-None-Match"),
+        len,
+    }))
+}
+
+/// Serve the requests of one connection until it closes or idles out.
+fn connection(root: &Path, mut stream: std::net::TcpStream) -> std::io::Result<()> {
+    use std::io::{Read, Write};
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    stream.set_nodelay(true)?;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let head = loop {
+            match parse_head(&buf) {
+                Ok(Some(head)) => break head,
+                Ok(None) if buf.len() < MAX_HEAD => {}
+                Ok(None) | Err(_) => {
+                    let why = parse_head(&buf)
+                        .err()
+                        .unwrap_or_else(|| "head too large".into());
+                    let reply = Reply::text(400, &why);
+                    stream.write_all(&reply.bytes(false, false))?;
+                    return Ok(());
+                }
+            }
+            let n = stream.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        buf.drain(..head.len);
+        let reply = answer(root, &head);
+        eprintln!("{} {} {}", head.method, head.path, reply.status);
+        stream.write_all(&reply.bytes(head.method == "HEAD", head.keep_alive))?;
+        stream.flush()?;
+        if !head.keep_alive {
+            return Ok(());
+        }
+    }
+}
+
+/// A response of `codegloss serve`.
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn text(status: u16, text: &str) -> Self {
+        Reply {
+            status,
+            headers: vec![("Content-Type", "text/plain; charset=utf-8".into())],
+            body: text.as_bytes().to_vec(),
+        }
+    }
+
+    fn bytes(&self, head_only: bool, keep_alive: bool) -> Vec<u8> {
+        let reason = match self.status {
+            200 => "OK",
+            304 => "Not Modified",
+            400 => "Bad Request",
+            404 => "Not Found",
+            405 => "Method Not Allowed",
+            _ => "Internal Server Error",
+        };
+        let mut out = format!("HTTP/1.1 {} {reason}\r\n", self.status);
+        for (k, v) in &self.headers {
+            out.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if self.status != 304 {
+            out.push_str(&format!("Content-Length: {}\r\n", self.body.len()));
+        }
+        out.push_str(if keep_alive {
+            "Connection: keep-alive\r\n\r\n"
+        } else {
+            "Connection: close\r\n\r\n"
+        });
+        let mut bytes = out.into_bytes();
+        if !head_only && self.status != 304 {
+            bytes.extend_from_slice(&self.body);
+        }
+        bytes
+    }
+}
+
+/// The reply to one request.
+fn answer(root: &Path, head: &Head) -> Reply {
+    if head.method != "GET" && head.method != "HEAD" {
+        return Reply::text(405, "method not allowed");
+    }
+    let Some(path) = resolve(root, &head.path).filter(|p| p.is_file()) else {
+        return Reply::text(404, "not found");
+    };
+    let tag = etag(&path);
+    if let (Some(tag), Some(wanted)) = (&tag, &head.if_none_match) {
+        if wanted.split(',').any(|v| v.trim() == tag) {
+            return Reply {
+                status: 304,
+                headers: vec![("ETag", tag.clone())],
+                body: Vec::new(),
+            };
+        }
+    }
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) => return Reply::text(500, &format!("cannot read: {e}")),
+    };
+    let ctype = content_type(&path);
+    let immutable = path.to_string_lossy().contains("/index/shards/");
+    let compressible = !immutable
+        && (ctype.starts_with("text/")
+            || ctype == "application/json"
+            || ctype == "application/wasm");
+    let mut headers = vec![
+        ("Content-Type", ctype.to_string()),
+        (
+            "Cache-Control",
+            if immutable {
+                "public, max-age=31536000, immutable"
+            } else {
+                "no-cache"
+            }
+            .to_string(),
+        ),
+    ];
+    let body = if compressible && head.gzip {
+        headers.push(("Content-Encoding", "gzip".into()));
+        headers.push(("Vary", "Accept-Encoding".into()));
+        gzip(&bytes)
+    } else {
+        bytes
+    };
+    if let Some(tag) = tag {
+        headers.push(("ETag", tag));
+    }
+    Reply {
+        status: 200,
+        headers,
+        body,
+    }
 }
 
 /// A validator for revalidation (`no-cache` files): size and modification time.
@@ -424,16 +577,6 @@ fn etag(path: &Path) -> Option<String> {
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?;
     Some(format!("\"{:x}-{:x}\"", m.len(), t.as_nanos()))
-}
-
-fn if_none_match(request: &tiny_http::Request, tag: &str) -> bool {
-    request.headers().iter().any(|h| {
-        h.field.equiv("If-None-Match") && h.value.as_str().split(',').any(|v| v.trim() == tag)
-    })
-}
-
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
 }
 
 #[cfg(test)]
@@ -453,6 +596,27 @@ mod tests {
             resolve(root, "/a%20b.js"),
             Some(PathBuf::from("/srv/site/a b.js"))
         );
+    }
+
+    #[test]
+    fn request_heads() {
+        let h =
+            parse_head(b"GET /a.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, br\r\n\r\nGET")
+                .unwrap()
+                .unwrap();
+        assert_eq!((h.method.as_str(), h.path.as_str()), ("GET", "/a.js"));
+        assert!(h.keep_alive && h.gzip && h.if_none_match.is_none());
+        assert_eq!(h.len, 58);
+        assert!(parse_head(b"GET / HTTP/1.1\r\nHost").unwrap().is_none());
+        let h = parse_head(b"GET / HTTP/1.0\r\n\r\n").unwrap().unwrap();
+        assert!(!h.keep_alive);
+        let h = parse_head(b"GET / HTTP/1.1\r\nConnection: close\r\nIf-None-Match: \"a\"\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert!(!h.keep_alive);
+        assert_eq!(h.if_none_match.as_deref(), Some("\"a\""));
+        assert!(parse_head(b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello").is_err());
+        assert!(parse_head(b"\x01\x02 nonsense\r\n\r\n").is_err());
     }
 
     #[test]

@@ -108,14 +108,25 @@ try {
   out.semantic_results = r1.semantic;
   out.semantic_requests = net2.requests.filter((r) => !out.first_keyword_requests.some((k) => k.url === r.url));
   const later = [];
+  const laterRows = [];
   for (const q of questions.slice(2, 22)) {
     const before = net2.bytes;
+    const seen = net2.requests.length;
     await search(q);
     await settle();
     later.push(net2.bytes - before);
+    // Where the bytes went: postings and text shards, by count and bytes.
+    const row = { bytes: net2.bytes - before, postings: [0, 0], text: [0, 0], other: [0, 0] };
+    for (const r of net2.requests.slice(seen)) {
+      const kind = /shards\/postings-/.test(r.url) ? 'postings' : TEXT.test(r.url) ? 'text' : 'other';
+      row[kind][0] += 1;
+      row[kind][1] += r.bytes;
+    }
+    laterRows.push(row);
   }
   log('worker: later queries');
-  out.later_query_bytes = { n: later.length, mean: later.reduce((a, b) => a + b, 0) / later.length, p50: percentile(later, 50), max: Math.max(...later) };
+  out.later_query_bytes = { n: later.length, mean: later.reduce((a, b) => a + b, 0) / later.length, p50: percentile(later, 50), p95: percentile(later, 95), max: Math.max(...later) };
+  out.later_queries = laterRows;
 
   // 3. Retrieval time per question in wasm, keyword-only and hybrid, with
   // the ranked chunks for the parity check.

@@ -27,6 +27,8 @@ pub struct ChunkFeatures {
     pub trivial_declaration: bool,
     /// Its entity has a non-empty gloss.
     pub has_gloss: bool,
+    /// Its entity has a doc comment.
+    pub documented: bool,
     /// Estimated tokens of code plus gloss (the `context_tokens` of a
     /// retrieval).
     pub tokens: u32,
@@ -80,20 +82,22 @@ impl TextFeatures {
     /// Compute from an index whose chunks and entities still hold their text.
     pub fn compute(data: &IndexData) -> Self {
         Self::from_texts(data.chunks.iter().map(|c| {
-            let gloss = data
-                .entities
-                .get(c.entity as usize)
-                .map_or("", |e| e.gloss.text.as_str());
-            (c.code.as_str(), gloss)
+            let e = data.entities.get(c.entity as usize);
+            let gloss = e.map_or("", |e| e.gloss.text.as_str());
+            let documented = e.is_some_and(|e| e.doc_comment.is_some());
+            (c.code.as_str(), gloss, documented)
         }))
     }
 
-    /// Compute from `(code, gloss)` per chunk, in chunk order.
-    pub fn from_texts<'a>(texts: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
-        let texts: Vec<(&str, &str)> = texts.collect();
+    /// Compute from `(code, gloss, entity has a doc comment)` per chunk,
+    /// in chunk order.
+    pub fn from_texts<'a>(texts: impl Iterator<Item = (&'a str, &'a str, bool)>) -> Self {
+        let texts: Vec<(&str, &str, bool)> = texts.collect();
         let mut name_ids: BTreeMap<&str, u32> = BTreeMap::new();
-        let runs: Vec<Vec<(&str, bool)>> =
-            texts.iter().map(|(code, _)| qualified_runs(code)).collect();
+        let runs: Vec<Vec<(&str, bool)>> = texts
+            .iter()
+            .map(|(code, _, _)| qualified_runs(code))
+            .collect();
         for (run, _) in runs.iter().flatten() {
             name_ids.insert(run, 0);
         }
@@ -103,7 +107,7 @@ impl TextFeatures {
         let chunks = texts
             .iter()
             .zip(&runs)
-            .map(|((code, gloss), runs)| {
+            .map(|((code, gloss, documented), runs)| {
                 let mut qualified: Vec<u32> = runs
                     .iter()
                     .flat_map(|(r, called)| {
@@ -118,6 +122,7 @@ impl TextFeatures {
                     nonblank_lines: code.lines().filter(|l| !l.trim().is_empty()).count() as u32,
                     trivial_declaration: is_trivial_declaration(code),
                     has_gloss: !gloss.is_empty(),
+                    documented: *documented,
                     tokens: (estimate_tokens(code) + estimate_tokens(gloss)) as u32,
                     qualified,
                 }
@@ -203,7 +208,7 @@ mod tests {
     #[test]
     fn contains_matches_substring_semantics() {
         let code = "auto v = ippl::detail::shift(x);\nKokkos::parallel_for(p);";
-        let f = TextFeatures::from_texts([(code, "")].into_iter());
+        let f = TextFeatures::from_texts([(code, "", false)].into_iter());
         for (term, called) in [
             ("detail::shift", true),
             ("ippl::detail::shift", true),

@@ -976,13 +976,14 @@ fn supplementary(
 /// Quality of a chunk for the final context (section 3.4).
 fn quality(corpus: &Corpus, c: &Chunk) -> i32 {
     let e = &corpus.data.entities[c.entity as usize];
+    let f = corpus.features.of(c.id);
     let mut q = 0;
     if e.gloss.source == GlossSource::Model {
         q += 2;
-    } else if corpus.features.of(c.id).has_gloss {
+    } else if f.has_gloss {
         q += 1;
     }
-    if e.doc_comment.is_some() {
+    if f.documented {
         q += 1;
     }
     if matches!(
@@ -991,7 +992,7 @@ fn quality(corpus: &Corpus, c: &Chunk) -> i32 {
     ) {
         q += 2;
     }
-    if corpus.features.of(c.id).nonblank_lines >= 3 {
+    if f.nonblank_lines >= 3 {
         q += 1;
     }
     if e.gloss.source == GlossSource::SkippedLowInformation {

@@ -11,7 +11,7 @@
 //! - one *search* shard (metadata, BM25 postings, graph and the text
 //!   features retrieval ranks from, but no code or gloss text), loaded
 //!   first; one *vectors* shard, loaded with semantic search; and *text*
-//!   shards (code and glosses of a run of chunks, 16–64 KiB compressed),
+//!   shards (code and glosses of a run of chunks, 64 KiB before compression),
 //!   fetched only for the chunks shown or sent to the model.
 //!
 //! Shards are deflate-compressed here, so the bytes a browser transfers do
@@ -26,23 +26,28 @@ use serde::{Deserialize, Serialize};
 use crate::error::CoreError;
 use crate::format::{bincode_config, sha256_hex, Counts, EmbeddingInfo, IndexData, Manifest};
 use crate::lexical::LexicalIndex;
-use crate::model::{Chunk, Edge, Entity, SourceFile};
+use crate::model::{Chunk, Entity};
 use crate::retrieve::features::TextFeatures;
 use crate::retrieve::Corpus;
 use crate::vectors::VectorIndex;
 
+mod tables;
+pub use tables::{base_name, Tables};
+
 /// Magic number at the start of every shard.
 pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// Version of the web layout; bumped on any incompatible change.
-pub const WEB_FORMAT_VERSION: u32 = 1;
+pub const WEB_FORMAT_VERSION: u32 = 2;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard: about 8–16 KiB compressed, so a query
 /// fetches the lists of its few terms, not the whole keyword index.
 pub const POSTINGS_PER_SHARD: usize = 12_000;
-/// Uncompressed bytes of chunk text per text shard; code compresses about
-/// 3–5×, which puts shards in the 16–64 KiB range.
-pub const TEXT_SHARD_RAW_BYTES: usize = 128 * 1024;
+/// Uncompressed bytes of chunk text per text shard (64 KiB; on IPPL the
+/// shards travel as 10 KB on average, 19 KB at most). A question's six
+/// evidence cards usually lie in several shards, so this bounds the bytes
+/// a later question costs.
+pub const TEXT_SHARD_RAW_BYTES: usize = 64 * 1024;
 const SHARD_HEADER: usize = 8 + 4 + 4;
 /// Upper bound on an inflated shard, so a hostile file cannot exhaust memory.
 const INFLATE_LIMIT: usize = 1 << 28;
@@ -205,96 +210,78 @@ impl WebManifest {
 /// Everything retrieval needs, without chunk code or gloss text.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct SearchShard {
-    /// Files.
-    pub files: Vec<SourceFile>,
-    /// Entities without their [`EntityText`] fields.
-    pub entities: Vec<Entity>,
-    /// Chunks without their [`ChunkText`] fields.
-    pub chunks: Vec<Chunk>,
-    /// Graph edges.
-    pub edges: Vec<Edge>,
-    /// Keyword index, postings delta-encoded.
-    pub lexical: PackedLexical,
-    /// Text facts that retrieval ranks from.
-    pub features: TextFeatures,
-}
-
-/// [`LexicalIndex`] with each posting list's chunk ids stored as gaps
-/// from the previous one: small numbers, which take one varint byte and
-/// compress well. In the search shard the lists are empty: they live in
-/// postings shards, fetched for the terms a query looks up.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct PackedLexical {
-    /// Field weights.
+    /// Files, entities, chunks, edges, vocabulary and text features, column
+    /// by column.
+    pub tables: Tables,
+    /// Keyword field weights.
     pub weights: crate::lexical::FieldWeights,
-    /// Sorted vocabulary.
-    pub terms: Vec<String>,
-    /// Per term: `(gap to the previous chunk id, weighted tf × 8)`.
-    pub postings: Vec<Vec<(u32, u16)>>,
-    /// Per chunk: weighted length × 8.
+    /// Per chunk: weighted length × 8 (the keyword index's document
+    /// lengths; its posting lists live in postings shards).
     pub doc_len: Vec<u32>,
 }
 
-impl PackedLexical {
-    /// Pack an index (posting lists are sorted by chunk id).
-    pub fn pack(l: &LexicalIndex) -> Self {
-        PackedLexical {
-            weights: l.weights.clone(),
-            terms: l.terms.clone(),
-            postings: l
-                .postings
-                .iter()
-                .map(|list| {
-                    let mut prev = 0u32;
-                    list.iter()
-                        .map(|&(c, tf)| {
-                            let gap = c - prev;
-                            prev = c;
-                            (gap, tf)
-                        })
-                        .collect()
-                })
-                .collect(),
-            doc_len: l.doc_len.clone(),
-        }
-    }
-
-    /// Unpack, refusing lists whose ids overflow or name a chunk at or
-    /// past `chunks`.
-    pub fn unpack(self, chunks: usize) -> Option<LexicalIndex> {
-        let postings = self
-            .postings
-            .into_iter()
-            .map(|list| undelta(list, chunks))
-            .collect::<Option<Vec<_>>>()?;
-        Some(LexicalIndex::new(
-            self.weights,
-            self.terms,
-            postings,
-            self.doc_len,
-        ))
-    }
-}
-
-/// A posting list back from gaps to chunk ids; `None` when an id
-/// overflows or is not below `chunks`.
-fn undelta(list: Vec<(u32, u16)>, chunks: usize) -> Option<Vec<(u32, u16)>> {
-    let mut prev = 0u32;
-    list.into_iter()
-        .map(|(gap, tf)| {
-            prev = prev.checked_add(gap).filter(|&c| (c as usize) < chunks)?;
-            Some((prev, tf))
-        })
-        .collect()
-}
-
-/// The posting lists of a run of terms, chunk ids as gaps.
+/// The posting lists of a run of terms, column by column: each list's
+/// length, then every chunk id as a gap from the one before it in its
+/// list, then every weighted term frequency (gaps and frequencies apart
+/// compress better than interleaved).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct PostingsShard {
     /// First term id.
     pub first: u32,
-    /// Lists of terms `first..`.
-    pub lists: Vec<Vec<(u32, u16)>>,
+    /// Length of each list, for terms `first..`.
+    pub lengths: Vec<u32>,
+    /// Chunk id gaps of all lists, in order.
+    pub gaps: Vec<u32>,
+    /// Weighted term frequencies × 8 of all lists, in order.
+    pub tfs: Vec<u16>,
+}
+
+impl PostingsShard {
+    /// Pack the lists of terms `first..` (each sorted by chunk id).
+    pub fn pack(first: u32, lists: &[Vec<(u32, u16)>]) -> Self {
+        let mut p = PostingsShard {
+            first,
+            ..Default::default()
+        };
+        for list in lists {
+            p.lengths.push(list.len() as u32);
+            let mut prev = 0u32;
+            for &(c, tf) in list {
+                p.gaps.push(c - prev);
+                p.tfs.push(tf);
+                prev = c;
+            }
+        }
+        p
+    }
+
+    /// The lists back, or `None` when the columns disagree or an id is not
+    /// below `chunks`.
+    pub fn unpack(&self, chunks: usize) -> Option<Vec<Vec<(u32, u16)>>> {
+        if self.gaps.len() != self.tfs.len()
+            || self.lengths.iter().map(|&l| u64::from(l)).sum::<u64>() != self.gaps.len() as u64
+        {
+            return None;
+        }
+        let mut at = 0usize;
+        self.lengths
+            .iter()
+            .map(|&l| {
+                let l = l as usize;
+                let mut prev = 0u32;
+                let list = self.gaps[at..at + l]
+                    .iter()
+                    .zip(&self.tfs[at..at + l])
+                    .map(|(&gap, &tf)| {
+                        prev = prev.checked_add(gap).filter(|&c| (c as usize) < chunks)?;
+                        Some((prev, tf))
+                    })
+                    .collect();
+                at += l;
+                list
+            })
+            .collect()
+    }
 }
 
 /// The text of a run of chunks: everything retrieval does not rank from
@@ -372,6 +359,8 @@ pub struct EntityText {
     pub bases: Vec<String>,
     /// Return type.
     pub return_type: Option<String>,
+    /// Source span (only the indexer reads it; kept for completeness).
+    pub span: Option<crate::model::Span>,
 }
 
 impl EntityText {
@@ -381,12 +370,13 @@ impl EntityText {
         EntityText {
             id: e.id,
             gloss: std::mem::take(&mut e.gloss.text),
-            doc_comment: e.doc_comment.as_mut().map(std::mem::take),
+            doc_comment: e.doc_comment.take(),
             signature: std::mem::take(&mut e.signature),
             params: std::mem::take(&mut e.params),
             template_params: e.template_params.take(),
             bases: std::mem::take(&mut e.bases),
             return_type: e.return_type.take(),
+            span: e.span.take(),
         }
     }
 
@@ -398,6 +388,7 @@ impl EntityText {
         e.template_params = self.template_params;
         e.bases = self.bases;
         e.return_type = self.return_type;
+        e.span = self.span;
     }
 }
 
@@ -518,17 +509,24 @@ pub fn build_site_index(
     let entity_texts: Vec<EntityText> = entities.iter_mut().map(EntityText::take).collect();
     let mut chunks = data.chunks.clone();
     let chunk_texts: Vec<ChunkText> = chunks.iter_mut().map(ChunkText::take).collect();
-    let mut packed = PackedLexical::pack(lexical);
-    let lists = std::mem::take(&mut packed.postings);
-    packed.postings = vec![Vec::new(); lists.len()];
+    let tables = Tables::pack(
+        &data.files,
+        &entities,
+        &chunks,
+        &data.edges,
+        &lexical.terms,
+        &features,
+    )
+    .map_err(|message| CoreError::Inconsistent {
+        file: "search shard".into(),
+        message,
+    })?;
     let search = SearchShard {
-        files: data.files.clone(),
-        entities,
-        chunks,
-        edges: data.edges.clone(),
-        lexical: packed,
-        features,
+        tables,
+        weights: lexical.weights.clone(),
+        doc_len: lexical.doc_len.clone(),
     };
+    let lists = &lexical.postings;
     let mut shards = vec![shard(
         ShardKind::Search,
         encode_shard(ShardKind::Search, &search)?,
@@ -551,10 +549,7 @@ pub fn build_site_index(
             count += lists[end].len();
             end += 1;
         }
-        let shard_lists = PostingsShard {
-            first: first as u32,
-            lists: lists[first..end].to_vec(),
-        };
+        let shard_lists = PostingsShard::pack(first as u32, &lexical.postings[first..end]);
         let (mut info, bytes) = shard(
             ShardKind::Postings,
             encode_shard(ShardKind::Postings, &shard_lists)?,
@@ -643,33 +638,34 @@ impl WebIndex {
     pub fn open(manifest: WebManifest, search: &[u8]) -> Result<Self, CoreError> {
         let info = manifest.search_shard()?.clone();
         let s: SearchShard = decode_shard(&info, search)?;
-        let data = IndexData {
-            files: s.files,
-            entities: s.entities,
-            chunks: s.chunks,
-            edges: s.edges,
-        };
-        data.check_ids()?;
         let inconsistent = |message: String| CoreError::Inconsistent {
             file: info.name.clone(),
             message,
         };
-        s.features.check(data.chunks.len()).map_err(inconsistent)?;
+        let t = s.tables.unpack().map_err(inconsistent)?;
+        let data = IndexData {
+            files: t.files,
+            entities: t.entities,
+            chunks: t.chunks,
+            edges: t.edges,
+        };
+        data.check_ids()?;
+        t.features.check(data.chunks.len()).map_err(inconsistent)?;
         let n = data.chunks.len();
-        let mut lexical = s
-            .lexical
-            .unpack(n)
-            .filter(|l| l.doc_len.len() == n && l.terms.len() == l.postings.len())
-            .ok_or_else(|| {
-                inconsistent(format!("the keyword index does not fit the {n} chunks"))
-            })?;
+        if s.doc_len.len() != n {
+            return Err(inconsistent(format!(
+                "the keyword index does not fit the {n} chunks"
+            )));
+        }
+        let postings = vec![Vec::new(); t.terms.len()];
+        let mut lexical = LexicalIndex::new(s.weights, t.terms, postings, s.doc_len);
         // Posting lists arrive per query, from postings shards.
         if manifest.shards_of(ShardKind::Postings).next().is_some() {
             lexical.mark_all_absent();
         }
         Ok(WebIndex {
             manifest,
-            corpus: Corpus::with_features(data, None, lexical, s.features),
+            corpus: Corpus::with_features(data, None, lexical, t.features),
             loaded: BTreeSet::new(),
         })
     }
@@ -753,18 +749,15 @@ impl WebIndex {
             message,
         };
         let [a, b] = info.terms.unwrap_or([u32::MAX, 0]);
-        if p.first != a || (p.lists.len() as u64) != u64::from(b.wrapping_sub(a)) + 1 {
+        if p.first != a || (p.lengths.len() as u64) != u64::from(b.wrapping_sub(a)) + 1 {
             return Err(bad("its term range differs from the manifest's".into()));
         }
         if (b as usize) >= self.corpus.lexical.terms.len() {
             return Err(bad("its terms lie outside the vocabulary".into()));
         }
-        let lists = p
-            .lists
-            .into_iter()
-            .map(|list| undelta(list, n))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| bad("a posting names a chunk outside the index".into()))?;
+        let lists = p.unpack(n).ok_or_else(|| {
+            bad("its posting columns disagree, or name a chunk outside the index".into())
+        })?;
         self.corpus.lexical.load_postings(a as usize, lists);
         Ok(())
     }

@@ -1,0 +1,774 @@
+//! The search shard's tables (files, entities, chunks, edges, vocabulary
+//! and text features) stored column by column, each value written as the
+//! difference from what the rows before it predict.
+//!
+//! It exists because the search shard is what a browser downloads before
+//! its first result, and most of it is redundant: a chunk repeats its
+//! entity's path, name and parent; an entity's qualified name is its
+//! parent's plus its own name; ids and line numbers grow in small steps.
+//! Storing rows as bincode structs let deflate find some of that; storing
+//! columns of differences from a prediction lets it find nearly all of it
+//! (the IPPL search shard shrank from 468 KB to the size `cargo xtask bench
+//! site` reports). The coding is lossless for the fields the search shard
+//! carries (see [`Tables::pack`]): a prediction that misses only costs
+//! bytes, never correctness, so the indexer may change how it names things
+//! without touching this file.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{
+    Chunk, Edge, EdgeKind, Entity, EntityKind, Gloss, GlossSource, Include, Language, Scope,
+    SourceFile, SourceType,
+};
+use crate::retrieve::features::{ChunkFeatures, TextFeatures};
+
+/// A string column stored as differences from a predicted string: per row,
+/// how many bytes to cut from the end of the prediction and what to append.
+/// A correct prediction costs `(0, "")`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiffColumn {
+    cut: Vec<u32>,
+    append: Vec<String>,
+}
+
+impl DiffColumn {
+    fn push(&mut self, predicted: &str, value: &str) {
+        let mut keep = predicted
+            .bytes()
+            .zip(value.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        while !value.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        self.cut.push((predicted.len() - keep) as u32);
+        self.append.push(value[keep..].to_string());
+    }
+
+    fn get(&self, row: usize, predicted: &str) -> Result<String, String> {
+        let (Some(&cut), Some(append)) = (self.cut.get(row), self.append.get(row)) else {
+            return Err(format!("string column has no row {row}"));
+        };
+        let keep = predicted
+            .len()
+            .checked_sub(cut as usize)
+            .filter(|&k| predicted.is_char_boundary(k))
+            .ok_or_else(|| format!("row {row} cuts {cut} bytes from a shorter string"))?;
+        Ok(format!("{}{append}", &predicted[..keep]))
+    }
+
+    fn len(&self) -> usize {
+        self.cut.len()
+    }
+}
+
+/// An optional string column against an optional prediction: per row a tag
+/// (0: as predicted, 1: none, 2: a string, stored as a difference from the
+/// prediction or from "").
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct OptDiffColumn {
+    tag: Vec<u8>,
+    values: DiffColumn,
+}
+
+impl OptDiffColumn {
+    fn push(&mut self, predicted: Option<&str>, value: Option<&str>) {
+        match value {
+            v if v == predicted => self.tag.push(0),
+            None => self.tag.push(1),
+            Some(v) => {
+                self.tag.push(2);
+                self.values.push(predicted.unwrap_or(""), v);
+            }
+        }
+    }
+
+    /// Decode every row, given each row's prediction.
+    fn decode<'a>(
+        &self,
+        predictions: impl Iterator<Item = Option<&'a str>>,
+    ) -> Result<Vec<Option<String>>, String> {
+        let mut next = 0usize;
+        self.tag
+            .iter()
+            .zip(predictions)
+            .map(|(&tag, predicted)| match tag {
+                0 => Ok(predicted.map(str::to_string)),
+                1 => Ok(None),
+                2 => {
+                    next += 1;
+                    self.values.get(next - 1, predicted.unwrap_or("")).map(Some)
+                }
+                t => Err(format!("optional string column has tag {t}")),
+            })
+            .collect()
+    }
+}
+
+/// Zigzag code of a signed step, so small steps either way are small.
+fn zigzag(step: i64) -> u64 {
+    ((step << 1) ^ (step >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// `value - previous` as a zigzag step.
+fn step(previous: u32, value: u32) -> u64 {
+    zigzag(i64::from(value) - i64::from(previous))
+}
+
+fn unstep(previous: u32, v: u64, what: &str) -> Result<u32, String> {
+    u32::try_from(i64::from(previous) + unzigzag(v)).map_err(|_| format!("{what} out of range"))
+}
+
+/// An optional id as a step from a reference: 0 for none, else step + 1.
+fn opt_step(reference: u32, value: Option<u32>) -> u64 {
+    value.map_or(0, |v| step(reference, v) + 1)
+}
+
+fn unopt_step(reference: u32, v: u64, what: &str) -> Result<Option<u32>, String> {
+    match v {
+        0 => Ok(None),
+        v => unstep(reference, v - 1, what).map(Some),
+    }
+}
+
+/// Last `/`-separated component of a path.
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A file name without its extension (`Field.h` gives `Field`).
+pub fn base_name(name: &str) -> &str {
+    match name.rfind('.') {
+        Some(k) if k > 0 => &name[..k],
+        _ => name,
+    }
+}
+
+/// Files, without their hashes, parse statistics or warnings (nothing in
+/// the browser reads them; the manifest's build id identifies the index).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileColumns {
+    path: DiffColumn,
+    language: Vec<Language>,
+    source_type: Vec<SourceType>,
+    scope: Vec<Scope>,
+    module: DiffColumn,
+    bytes: Vec<u64>,
+    lines: Vec<u32>,
+    includes: Vec<Vec<Include>>,
+}
+
+/// Entities without their display fields (those travel in text shards).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntityColumns {
+    kind: Vec<EntityKind>,
+    name: Vec<String>,
+    qualified_name: DiffColumn,
+    parent: Vec<u64>,
+    parent_symbol: DiffColumn,
+    class_name: OptDiffColumn,
+    file: Vec<u64>,
+    is_definition: Vec<bool>,
+    section_path: Vec<Option<String>>,
+    module: DiffColumn,
+    gloss_source: Vec<GlossSource>,
+    gloss_model: Vec<Option<String>>,
+}
+
+/// Chunks without their display fields (those travel in text shards).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChunkColumns {
+    entity: Vec<u64>,
+    part: Vec<u16>,
+    parts: Vec<u16>,
+    path: DiffColumn,
+    base_name: DiffColumn,
+    /// `None` where it equals the file's.
+    source_type: Vec<Option<Option<SourceType>>>,
+    scope: Vec<Option<Scope>>,
+    language: Vec<Option<Option<Language>>>,
+    entity_type: Vec<Option<EntityKind>>,
+    chunk_type: DiffColumn,
+    symbol_name: DiffColumn,
+    parent_symbol: DiffColumn,
+    class_name: OptDiffColumn,
+    start_line: Vec<u64>,
+    line_count: Vec<u32>,
+}
+
+/// Graph edges: `from` as a step from the previous edge's, `to` as a step
+/// from its own `from`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct EdgeColumns {
+    from: Vec<u64>,
+    to: Vec<u64>,
+    kind: Vec<EdgeKind>,
+}
+
+/// Text features: sorted names front-coded, per-chunk facts as columns,
+/// and each chunk's sorted name ids as steps.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FeatureColumns {
+    names: DiffColumn,
+    nonblank_lines: Vec<u32>,
+    /// Bit 0: trivial declaration; bit 1: has a gloss; bit 2: documented.
+    flags: Vec<u8>,
+    tokens: Vec<u32>,
+    qualified: Vec<Vec<u32>>,
+}
+
+/// The search shard's tables, column by column.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tables {
+    files: FileColumns,
+    entities: EntityColumns,
+    chunks: ChunkColumns,
+    edges: EdgeColumns,
+    /// The sorted vocabulary, front-coded.
+    terms: DiffColumn,
+    features: FeatureColumns,
+}
+
+/// What [`Tables`] hold, decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// Files (no sha256, parse statistics or warnings).
+    pub files: Vec<SourceFile>,
+    /// Entities (no display fields or span).
+    pub entities: Vec<Entity>,
+    /// Chunks (no display fields).
+    pub chunks: Vec<Chunk>,
+    /// Edges.
+    pub edges: Vec<Edge>,
+    /// Vocabulary.
+    pub terms: Vec<String>,
+    /// Text features.
+    pub features: TextFeatures,
+}
+
+/// Separator between a parent's qualified name and a child's name.
+fn separator(kind: EntityKind) -> &'static str {
+    match kind {
+        EntityKind::Module | EntityKind::File => "/",
+        _ => "::",
+    }
+}
+
+/// What a chunk's string fields are predicted to be from its entity.
+struct ChunkPrediction {
+    path: String,
+    base_name: String,
+    chunk_type: String,
+    symbol_name: String,
+}
+
+fn predict_chunk(files: &[SourceFile], e: &Entity, part: u16, parts: u16) -> ChunkPrediction {
+    let file = e.file.and_then(|f| files.get(f as usize));
+    let path = file.map_or_else(|| e.qualified_name.clone(), |f| f.path.clone());
+    let base_name = base_name(file.map_or(e.name.as_str(), |f| file_name(&f.path))).to_string();
+    let chunk_type = match (e.kind, file) {
+        (EntityKind::DocSection, Some(f)) => format!("{}_section", f.language.as_str()),
+        (k, _) if parts > 1 => format!("{}_part", k.as_str()),
+        (k, _) => k.as_str().to_string(),
+    };
+    let symbol_name = if e.kind == EntityKind::DocSection && parts > 1 {
+        format!("{}_{part}", e.name)
+    } else {
+        e.name.clone()
+    };
+    ChunkPrediction {
+        path,
+        base_name,
+        chunk_type,
+        symbol_name,
+    }
+}
+
+/// The predicted qualified name, parent symbol and module of an entity
+/// from the entities before it.
+fn predict_entity(
+    files: &[SourceFile],
+    before: &[Entity],
+    kind: EntityKind,
+    name: &str,
+    parent: Option<u32>,
+    file: Option<u32>,
+) -> (String, String, String) {
+    let parent = parent.and_then(|p| before.get(p as usize));
+    let qualified = match parent {
+        Some(p) if !p.qualified_name.is_empty() && p.qualified_name != "." => {
+            format!("{}{}{name}", p.qualified_name, separator(kind))
+        }
+        _ => name.to_string(),
+    };
+    let parent_symbol = parent.map_or_else(String::new, |p| p.qualified_name.clone());
+    let module = file
+        .and_then(|f| files.get(f as usize))
+        .map(|f| f.module.clone())
+        .or_else(|| parent.map(|p| p.module.clone()))
+        .unwrap_or_default();
+    (qualified, parent_symbol, module)
+}
+
+impl Tables {
+    /// Pack the search shard's tables. Entities and chunks must already be
+    /// stripped of their display fields (which travel in text shards); ids
+    /// must equal positions. Packing then [`Tables::unpack`] gives back
+    /// exactly these rows, except that files lose `sha256`, `parse` and
+    /// `warnings`, and entities lose `span`.
+    pub fn pack(
+        files: &[SourceFile],
+        entities: &[Entity],
+        chunks: &[Chunk],
+        edges: &[Edge],
+        terms: &[String],
+        features: &TextFeatures,
+    ) -> Result<Self, String> {
+        let mut t = Tables::default();
+        let f = &mut t.files;
+        let mut previous = "";
+        let mut previous_module = "";
+        for (i, file) in files.iter().enumerate() {
+            if file.id as usize != i {
+                return Err(format!("file {} sits at position {i}", file.id));
+            }
+            f.path.push(previous, &file.path);
+            f.language.push(file.language);
+            f.source_type.push(file.source_type);
+            f.scope.push(file.scope);
+            f.module.push(previous_module, &file.module);
+            f.bytes.push(file.bytes);
+            f.lines.push(file.lines);
+            f.includes.push(file.includes.clone());
+            previous = &file.path;
+            previous_module = &file.module;
+        }
+
+        let en = &mut t.entities;
+        let mut last_file = 0u32;
+        for (i, e) in entities.iter().enumerate() {
+            if e.id as usize != i {
+                return Err(format!("entity {} sits at position {i}", e.id));
+            }
+            let (qualified, parent_symbol, module) =
+                predict_entity(files, &entities[..i], e.kind, &e.name, e.parent, e.file);
+            en.kind.push(e.kind);
+            en.name.push(e.name.clone());
+            en.qualified_name.push(&qualified, &e.qualified_name);
+            en.parent.push(opt_step(e.id, e.parent));
+            en.parent_symbol.push(&parent_symbol, &e.parent_symbol);
+            en.class_name
+                .push(Some(e.parent_symbol.as_str()), e.class_name.as_deref());
+            en.file.push(opt_step(last_file, e.file));
+            last_file = e.file.unwrap_or(last_file);
+            en.is_definition.push(e.is_definition);
+            en.section_path.push(e.section_path.clone());
+            en.module.push(&module, &e.module);
+            en.gloss_source.push(e.gloss.source);
+            en.gloss_model.push(e.gloss.model.clone());
+        }
+
+        let ch = &mut t.chunks;
+        let mut last_entity = 0u32;
+        let mut last_start = 0u32;
+        for (i, c) in chunks.iter().enumerate() {
+            if c.id as usize != i {
+                return Err(format!("chunk {} sits at position {i}", c.id));
+            }
+            let e = entities
+                .get(c.entity as usize)
+                .ok_or_else(|| format!("chunk {i} names entity {}", c.entity))?;
+            let file = e.file.and_then(|f| files.get(f as usize));
+            let p = predict_chunk(files, e, c.part, c.parts);
+            ch.entity.push(step(last_entity, c.entity));
+            last_entity = c.entity;
+            ch.part.push(c.part);
+            ch.parts.push(c.parts);
+            ch.path.push(&p.path, &c.path);
+            ch.base_name.push(&p.base_name, &c.base_name);
+            let file_source = file.map(|f| f.source_type);
+            ch.source_type
+                .push((c.source_type != file_source).then_some(c.source_type));
+            ch.scope
+                .push((Some(c.scope) != file.map(|f| f.scope)).then_some(c.scope));
+            let file_language = file.map(|f| f.language);
+            ch.language
+                .push((c.language != file_language).then_some(c.language));
+            ch.entity_type
+                .push((c.entity_type != e.kind).then_some(c.entity_type));
+            ch.chunk_type.push(&p.chunk_type, &c.chunk_type);
+            ch.symbol_name.push(&p.symbol_name, &c.symbol_name);
+            ch.parent_symbol.push(&e.parent_symbol, &c.parent_symbol);
+            ch.class_name
+                .push(e.class_name.as_deref(), c.class_name.as_deref());
+            ch.start_line.push(step(last_start, c.start_line));
+            last_start = c.start_line;
+            ch.line_count
+                .push(c.end_line.wrapping_sub(c.start_line).wrapping_add(1));
+        }
+
+        let ed = &mut t.edges;
+        let mut last_from = 0u32;
+        for e in edges {
+            ed.from.push(step(last_from, e.from));
+            ed.to.push(step(e.from, e.to));
+            ed.kind.push(e.kind);
+            last_from = e.from;
+        }
+
+        let mut previous = "";
+        for term in terms {
+            t.terms.push(previous, term);
+            previous = term;
+        }
+
+        let fe = &mut t.features;
+        let mut previous = "";
+        for name in &features.names {
+            fe.names.push(previous, name);
+            previous = name;
+        }
+        for c in &features.chunks {
+            fe.nonblank_lines.push(c.nonblank_lines);
+            fe.flags.push(
+                u8::from(c.trivial_declaration)
+                    | (u8::from(c.has_gloss) << 1)
+                    | (u8::from(c.documented) << 2),
+            );
+            fe.tokens.push(c.tokens);
+            let mut last = 0u32;
+            fe.qualified.push(
+                c.qualified
+                    .iter()
+                    .map(|&q| {
+                        let gap = q.wrapping_sub(last);
+                        last = q;
+                        gap
+                    })
+                    .collect(),
+            );
+        }
+        Ok(t)
+    }
+
+    /// Decode. Fails with a message when columns disagree in length or a
+    /// value is out of range; it never panics on any input.
+    pub fn unpack(&self) -> Result<Decoded, String> {
+        let f = &self.files;
+        let n = f.path.len();
+        if [
+            f.language.len(),
+            f.source_type.len(),
+            f.scope.len(),
+            f.module.len(),
+            f.bytes.len(),
+            f.lines.len(),
+            f.includes.len(),
+        ]
+        .iter()
+        .any(|&l| l != n)
+        {
+            return Err("the file columns differ in length".into());
+        }
+        let mut files: Vec<SourceFile> = Vec::with_capacity(n);
+        for i in 0..n {
+            let previous = files.last();
+            let path = f.path.get(i, previous.map_or("", |p| p.path.as_str()))?;
+            let module = f
+                .module
+                .get(i, previous.map_or("", |p| p.module.as_str()))?;
+            files.push(SourceFile {
+                id: i as u32,
+                path,
+                language: f.language[i],
+                source_type: f.source_type[i],
+                scope: f.scope[i],
+                module,
+                sha256: String::new(),
+                bytes: f.bytes[i],
+                lines: f.lines[i],
+                includes: f.includes[i].clone(),
+                parse: None,
+                warnings: Vec::new(),
+            });
+        }
+
+        let en = &self.entities;
+        let n = en.kind.len();
+        if [
+            en.name.len(),
+            en.qualified_name.len(),
+            en.parent.len(),
+            en.parent_symbol.len(),
+            en.class_name.tag.len(),
+            en.file.len(),
+            en.is_definition.len(),
+            en.section_path.len(),
+            en.module.len(),
+            en.gloss_source.len(),
+            en.gloss_model.len(),
+        ]
+        .iter()
+        .any(|&l| l != n)
+        {
+            return Err("the entity columns differ in length".into());
+        }
+        let mut entities: Vec<Entity> = Vec::with_capacity(n);
+        let mut last_file = 0u32;
+        let mut class_names = Vec::with_capacity(n);
+        for i in 0..n {
+            let id = i as u32;
+            let parent = unopt_step(id, en.parent[i], "entity parent")?;
+            let file = unopt_step(last_file, en.file[i], "entity file")?;
+            last_file = file.unwrap_or(last_file);
+            let kind = en.kind[i];
+            let name = en.name[i].clone();
+            let (qualified, parent_symbol, module) =
+                predict_entity(&files, &entities, kind, &name, parent, file);
+            let parent_symbol = en.parent_symbol.get(i, &parent_symbol)?;
+            class_names.push(parent_symbol.clone());
+            entities.push(Entity {
+                id,
+                kind,
+                qualified_name: en.qualified_name.get(i, &qualified)?,
+                name,
+                parent,
+                parent_symbol,
+                class_name: None,
+                file,
+                span: None,
+                signature: String::new(),
+                return_type: None,
+                params: Vec::new(),
+                template_params: None,
+                bases: Vec::new(),
+                doc_comment: None,
+                is_definition: en.is_definition[i],
+                section_path: en.section_path[i].clone(),
+                module: en.module.get(i, &module)?,
+                gloss: Gloss {
+                    text: String::new(),
+                    source: en.gloss_source[i],
+                    model: en.gloss_model[i].clone(),
+                },
+            });
+        }
+        let decoded = en
+            .class_name
+            .decode(class_names.iter().map(|s| Some(s.as_str())))?;
+        for (e, c) in entities.iter_mut().zip(decoded) {
+            e.class_name = c;
+        }
+
+        let ch = &self.chunks;
+        let n = ch.entity.len();
+        if [
+            ch.part.len(),
+            ch.parts.len(),
+            ch.path.len(),
+            ch.base_name.len(),
+            ch.source_type.len(),
+            ch.scope.len(),
+            ch.language.len(),
+            ch.entity_type.len(),
+            ch.chunk_type.len(),
+            ch.symbol_name.len(),
+            ch.parent_symbol.len(),
+            ch.class_name.tag.len(),
+            ch.start_line.len(),
+            ch.line_count.len(),
+        ]
+        .iter()
+        .any(|&l| l != n)
+        {
+            return Err("the chunk columns differ in length".into());
+        }
+        let mut chunks = Vec::with_capacity(n);
+        let mut last_entity = 0u32;
+        let mut last_start = 0u32;
+        let mut owners = Vec::with_capacity(n);
+        for i in 0..n {
+            let entity = unstep(last_entity, ch.entity[i], "chunk entity")?;
+            last_entity = entity;
+            let e = entities
+                .get(entity as usize)
+                .ok_or_else(|| format!("chunk {i} names entity {entity}"))?;
+            owners.push(entity as usize);
+            let file = e.file.and_then(|f| files.get(f as usize));
+            let (part, parts) = (ch.part[i], ch.parts[i]);
+            let p = predict_chunk(&files, e, part, parts);
+            let start_line = unstep(last_start, ch.start_line[i], "chunk line")?;
+            last_start = start_line;
+            let scope = match (ch.scope[i], file) {
+                (Some(s), _) => s,
+                (None, Some(f)) => f.scope,
+                (None, None) => return Err(format!("chunk {i} has no scope")),
+            };
+            chunks.push(Chunk {
+                id: i as u32,
+                entity,
+                part,
+                parts,
+                path: ch.path.get(i, &p.path)?,
+                file_name: String::new(),
+                base_name: ch.base_name.get(i, &p.base_name)?,
+                source_type: ch.source_type[i].unwrap_or_else(|| file.map(|f| f.source_type)),
+                scope,
+                language: ch.language[i].unwrap_or_else(|| file.map(|f| f.language)),
+                entity_type: ch.entity_type[i].unwrap_or(e.kind),
+                chunk_type: ch.chunk_type.get(i, &p.chunk_type)?,
+                symbol_name: ch.symbol_name.get(i, &p.symbol_name)?,
+                parent_symbol: ch.parent_symbol.get(i, &e.parent_symbol)?,
+                class_name: None,
+                return_type: None,
+                parameters: String::new(),
+                leading_comment: None,
+                code: String::new(),
+                start_line,
+                end_line: start_line.wrapping_add(ch.line_count[i]).wrapping_sub(1),
+                module: String::new(),
+                section_path: None,
+            });
+        }
+        let decoded = ch
+            .class_name
+            .decode(owners.iter().map(|&e| entities[e].class_name.as_deref()))?;
+        for (c, name) in chunks.iter_mut().zip(decoded) {
+            c.class_name = name;
+        }
+
+        let ed = &self.edges;
+        if ed.to.len() != ed.from.len() || ed.kind.len() != ed.from.len() {
+            return Err("the edge columns differ in length".into());
+        }
+        let mut edges = Vec::with_capacity(ed.from.len());
+        let mut last_from = 0u32;
+        for i in 0..ed.from.len() {
+            let from = unstep(last_from, ed.from[i], "edge source")?;
+            last_from = from;
+            edges.push(Edge {
+                from,
+                to: unstep(from, ed.to[i], "edge target")?,
+                kind: ed.kind[i],
+            });
+        }
+
+        let mut terms: Vec<String> = Vec::with_capacity(self.terms.len());
+        for i in 0..self.terms.len() {
+            let term = self.terms.get(i, terms.last().map_or("", String::as_str))?;
+            terms.push(term);
+        }
+
+        let fe = &self.features;
+        let mut names: Vec<String> = Vec::with_capacity(fe.names.len());
+        for i in 0..fe.names.len() {
+            let name = fe.names.get(i, names.last().map_or("", String::as_str))?;
+            names.push(name);
+        }
+        let n = fe.nonblank_lines.len();
+        if fe.flags.len() != n || fe.tokens.len() != n || fe.qualified.len() != n {
+            return Err("the feature columns differ in length".into());
+        }
+        let chunks_features = (0..n)
+            .map(|i| {
+                let mut last = 0u32;
+                ChunkFeatures {
+                    nonblank_lines: fe.nonblank_lines[i],
+                    trivial_declaration: fe.flags[i] & 1 != 0,
+                    has_gloss: fe.flags[i] & 2 != 0,
+                    documented: fe.flags[i] & 4 != 0,
+                    tokens: fe.tokens[i],
+                    qualified: fe.qualified[i]
+                        .iter()
+                        .map(|&gap| {
+                            last = last.wrapping_add(gap);
+                            last
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+
+        Ok(Decoded {
+            files,
+            entities,
+            chunks,
+            edges,
+            terms,
+            features: TextFeatures {
+                names,
+                chunks: chunks_features,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_columns_round_trip_any_strings() {
+        let mut c = DiffColumn::default();
+        let rows = [
+            ("", ""),
+            ("abc", "abc"),
+            ("abc", "abd"),
+            ("ippl::Field", "ippl::FieldLayout"),
+            ("x", ""),
+            ("", "ünïcode"),
+            ("ünïcode", "ünï"),
+            ("ä", "å"),
+        ];
+        for (p, v) in rows {
+            c.push(p, v);
+        }
+        for (i, (p, v)) in rows.iter().enumerate() {
+            assert_eq!(c.get(i, p).unwrap(), *v);
+        }
+        assert_eq!(c.cut[1], 0);
+        assert!(c.append[1].is_empty());
+        // A bad cut is an error, not a panic.
+        assert!(c.get(0, "").is_ok());
+        assert!(c.get(99, "").is_err());
+        let bad = DiffColumn {
+            cut: vec![5, 1],
+            append: vec![String::new(), String::new()],
+        };
+        assert!(bad.get(0, "ab").is_err());
+        assert!(bad.get(1, "ä").is_err());
+    }
+
+    #[test]
+    fn optional_columns_round_trip() {
+        let mut c = OptDiffColumn::default();
+        let rows = [
+            (None, None),
+            (Some("a"), Some("a")),
+            (Some("a"), None),
+            (None, Some("b")),
+            (Some("abc"), Some("abd")),
+        ];
+        for (p, v) in rows {
+            c.push(p, v);
+        }
+        let got = c.decode(rows.iter().map(|(p, _)| *p)).unwrap();
+        let want: Vec<Option<String>> = rows.iter().map(|(_, v)| v.map(str::to_string)).collect();
+        assert_eq!(got, want);
+        assert_eq!(c.tag, vec![0, 0, 1, 2, 2]);
+    }
+
+    #[test]
+    fn steps_round_trip_both_ways() {
+        for (a, b) in [(0u32, 0u32), (5, 3), (3, 5), (0, u32::MAX), (u32::MAX, 0)] {
+            assert_eq!(unstep(a, step(a, b), "x").unwrap(), b);
+            assert_eq!(unopt_step(a, opt_step(a, Some(b)), "x").unwrap(), Some(b));
+        }
+        assert_eq!(unopt_step(7, opt_step(7, None), "x").unwrap(), None);
+        assert!(unstep(0, zigzag(-1), "x").is_err());
+    }
+}
