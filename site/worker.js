@@ -212,6 +212,9 @@ async function handleAsk(id, query, settings) {
   await (chain = chain.then(async () => {
     await handleSearch(id, query);
     await handleText(id);
+    // The context completes chunks into whole units (the rest of a class,
+    // a section's subsections, a file's text): their text comes first.
+    await loadText(JSON.parse(engine.contextChunks()));
     prompt = JSON.parse(engine.prompt(ANSWER_BUDGET_TOKENS));
   }));
   const endpoint = (settings && settings.endpoint || '').trim();

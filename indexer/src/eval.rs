@@ -45,6 +45,21 @@ pub struct Nugget {
     pub any: Vec<String>,
 }
 
+/// Whether one nugget is present in a text: any of its patterns matches,
+/// case-insensitively. A pattern that does not compile is an error.
+pub fn nugget_present(text: &str, nugget: &Nugget) -> Result<bool, String> {
+    for p in &nugget.any {
+        let re = regex::RegexBuilder::new(p)
+            .case_insensitive(true)
+            .build()
+            .map_err(|e| format!("nugget pattern {p:?}: {e}"))?;
+        if re.is_match(text) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Share of a question's nuggets present in an answer, or none when the
 /// question has no nuggets. A pattern that does not compile is an error.
 pub fn nugget_recall(answer: &str, nuggets: &[Nugget]) -> Result<Option<f64>, String> {
@@ -53,18 +68,7 @@ pub fn nugget_recall(answer: &str, nuggets: &[Nugget]) -> Result<Option<f64>, St
     }
     let mut present = 0;
     for n in nuggets {
-        let mut hit = false;
-        for p in &n.any {
-            let re = regex::RegexBuilder::new(p)
-                .case_insensitive(true)
-                .build()
-                .map_err(|e| format!("nugget pattern {p:?}: {e}"))?;
-            if re.is_match(answer) {
-                hit = true;
-                break;
-            }
-        }
-        if hit {
+        if nugget_present(answer, n)? {
             present += 1;
         }
     }

@@ -200,6 +200,11 @@ enum Command {
         /// Only score the answers in the `--json` file against the nuggets of `--questions`.
         #[arg(long, requires = "json", conflicts_with = "answer")]
         score: bool,
+        /// Write each question's answer context here, as the answer model
+        /// would get it: `<id>.pipeline.txt` and `<id>.bm25-files.txt`, with
+        /// the nuggets that the context lacks at the top.
+        #[arg(long)]
+        contexts: Option<PathBuf>,
     },
     /// Dense vector search only: embed a question and list the nearest chunks.
     Search {
@@ -361,21 +366,25 @@ fn main() {
             answer,
             answer_context,
             score,
+            contexts,
         } => {
             if score {
                 run_score(&questions, json.as_deref().expect("clap requires --json"))
             } else {
                 run_eval(
                     &index,
-                    &questions,
-                    &field,
-                    json.as_deref(),
-                    baseline.as_deref(),
-                    config.as_deref(),
-                    no_vectors,
-                    split.as_deref(),
-                    answer,
-                    &answer_context,
+                    EvalRun {
+                        questions: &questions,
+                        field: &field,
+                        json: json.as_deref(),
+                        baseline: baseline.as_deref(),
+                        config: config.as_deref(),
+                        no_vectors,
+                        split: split.as_deref(),
+                        answer,
+                        answer_context: &answer_context,
+                        contexts: contexts.as_deref(),
+                    },
                 )
             }
         }
@@ -1062,18 +1071,55 @@ fn run_query(
 }
 
 #[allow(clippy::too_many_arguments)] // reason: one parameter per CLI flag
-fn run_eval(
+/// Write one answer context to `dir` for inspection, headed by the
+/// question and the nuggets it lacks.
+fn write_context_dump(
     dir: &Path,
-    questions: &Path,
-    field: &str,
-    json: Option<&Path>,
-    baseline: Option<&str>,
-    config: Option<&Path>,
-    no_vectors: bool,
-    split: Option<&str>,
-    answer: bool,
-    answer_context: &str,
+    q: &codegloss_indexer::eval::Question,
+    text: &str,
+    bm25_files: bool,
+    ctx: &codegloss_core::answer::Context,
 ) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut head = format!("question: {text}\ncategory: {}\n", q.category);
+    for n in &q.nuggets {
+        if !codegloss_indexer::eval::nugget_present(&ctx.text, n).map_err(anyhow::Error::msg)? {
+            head.push_str(&format!("missing nugget: {}\n", n.fact));
+        }
+    }
+    head.push_str(&format!("tokens: {}\n\n", ctx.tokens));
+    let kind = if bm25_files { "bm25-files" } else { "pipeline" };
+    let path = dir.join(format!("{}.{kind}.txt", q.id));
+    std::fs::write(&path, head + &ctx.text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// What one `codegloss eval` run reads and does (its command-line options).
+struct EvalRun<'a> {
+    questions: &'a Path,
+    field: &'a str,
+    json: Option<&'a Path>,
+    baseline: Option<&'a str>,
+    config: Option<&'a Path>,
+    no_vectors: bool,
+    split: Option<&'a str>,
+    answer: bool,
+    answer_context: &'a str,
+    contexts: Option<&'a Path>,
+}
+
+fn run_eval(dir: &Path, run: EvalRun<'_>) -> Result<()> {
+    let EvalRun {
+        questions,
+        field,
+        json,
+        baseline,
+        config,
+        no_vectors,
+        split,
+        answer,
+        answer_context,
+        contexts,
+    } = run;
     use codegloss_core::answer::{build_context, check_citations, RETRIEVAL_ANSWER_V2};
     use codegloss_indexer::{eval, llm};
     let (_, corpus) =
@@ -1179,6 +1225,9 @@ fn run_eval(
                 let ctx = make_context(bm25, text, &r);
                 let nr = eval::nugget_recall(&ctx.text, &q.nuggets).map_err(anyhow::Error::msg)?;
                 rows.push((q.category.clone(), nr));
+                if let Some(dir) = contexts {
+                    write_context_dump(dir, q, text, bm25, &ctx)?;
+                }
             }
         }
         if answer {

@@ -308,3 +308,147 @@ fn rendered_answer_prompt_snapshot() {
         RETRIEVAL_ANSWER_V2.signature()
     ));
 }
+
+/// A retrieval whose final context is exactly these chunks, in this order.
+fn retrieval_of(chunks: &[u32]) -> codegloss_core::retrieve::Retrieval {
+    let mut r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
+    let template = r.chunks[0].clone();
+    r.chunks = chunks
+        .iter()
+        .map(|&c| codegloss_core::retrieve::RetrievedChunk {
+            chunk: c,
+            ..template.clone()
+        })
+        .collect();
+    r
+}
+
+/// The chunk of an entity (by qualified name and kind) and part.
+fn chunk_of(qualified: &str, kind: &str, part: u16) -> &'static codegloss_core::Chunk {
+    let data = &corpus().data;
+    data.chunks
+        .iter()
+        .find(|c| {
+            let e = &data.entities[c.entity as usize];
+            e.qualified_name == qualified && e.kind.as_str() == kind && c.part == part
+        })
+        .unwrap_or_else(|| panic!("no chunk {qualified} {kind} part {part}"))
+}
+
+/// The fenced text of a context's only block.
+fn fenced(text: &str) -> &str {
+    let body = text.split("```").nth(1).unwrap();
+    body.split_once('\n').unwrap().1
+}
+
+#[test]
+fn context_shows_a_split_class_whole_without_repeated_headers() {
+    let parts: Vec<_> = (1..=3)
+        .map(|p| chunk_of("picsim::BareField", "class", p))
+        .collect();
+    assert!(parts.iter().all(|c| c.parts == 3));
+    // Part 2 retrieved: the unit is the whole class, in line order.
+    let ids = codegloss_core::answer::unit_chunks(corpus(), parts[1].id);
+    assert_eq!(ids, vec![parts[1].id, parts[2].id, parts[0].id]);
+    let ctx = build_context_estimated(corpus(), &retrieval_of(&[parts[1].id]), 100_000);
+    assert_eq!(ctx.chunks.len(), 1);
+    let c = &ctx.chunks[0];
+    assert_eq!(
+        (c.start_line, c.end_line),
+        (parts[0].start_line, parts[2].end_line)
+    );
+    assert!(ctx.text.contains(&format!(
+        "location: src/Field/BareField.h:{}-{}",
+        parts[0].start_line, parts[2].end_line
+    )));
+    // The parts join: only the opening part's marker is left.
+    assert!(!ctx.text.contains("[part 2/3]") && !ctx.text.contains("[part 3/3]"));
+    assert!(!ctx.text.contains("[continues in part"));
+    let file = std::fs::read_to_string(fixture_repo().join("src/Field/BareField.h")).unwrap();
+    let body = fenced(&ctx.text);
+    for line in body.lines().filter(|l| !l.contains("[part 1/3]")) {
+        assert!(
+            file.lines().any(|l| l == line),
+            "{line:?} is not a line of the file"
+        );
+    }
+    // The class head shows once; the last lines of every part show.
+    let head = parts[0].code.lines().next().unwrap();
+    assert_eq!(body.matches(head).count(), 1, "{body}");
+    for p in &parts {
+        let last = p
+            .code
+            .lines()
+            .rev()
+            .find(|l| !l.contains("[continues in part"))
+            .unwrap();
+        assert!(body.contains(last), "{last:?} missing");
+    }
+    // A part already shown by an earlier block is not shown again.
+    let twice = build_context_estimated(
+        corpus(),
+        &retrieval_of(&[parts[1].id, parts[0].id]),
+        100_000,
+    );
+    assert_eq!(twice.chunks.len(), 1);
+}
+
+#[test]
+fn a_unit_over_a_third_of_the_budget_keeps_the_retrieved_part_first() {
+    let part2 = chunk_of("picsim::BareField", "class", 2);
+    // A third of the budget holds part 2 and more, but not the whole class.
+    let whole = build_context_estimated(corpus(), &retrieval_of(&[part2.id]), 100_000).tokens;
+    let budget = 3 * (whole - 50);
+    let ctx = build_context_estimated(corpus(), &retrieval_of(&[part2.id]), budget);
+    assert_eq!(ctx.chunks.len(), 1);
+    assert!(ctx.tokens <= budget / 3, "{} > {}", ctx.tokens, budget / 3);
+    assert_eq!(ctx.chunks[0].start_line, part2.start_line);
+    assert!(ctx.chunks[0].end_line > part2.end_line);
+    assert!(
+        ctx.text.contains("[part 2/3]"),
+        "the retrieved part keeps its header"
+    );
+    assert!(ctx.text.contains("cut to fit the context budget"));
+}
+
+#[test]
+fn context_shows_a_section_with_its_subsections_and_a_doc_file_whole() {
+    let building = chunk_of("README.md > picsim > Building", "doc_section", 1);
+    let cuda = chunk_of("README.md > picsim > Building > CUDA", "doc_section", 1);
+    let openmp = chunk_of("README.md > picsim > Building > OpenMP", "doc_section", 1);
+    let ctx = build_context_estimated(corpus(), &retrieval_of(&[building.id]), 100_000);
+    let c = &ctx.chunks[0];
+    assert_eq!(
+        (c.start_line, c.end_line),
+        (building.start_line, openmp.end_line)
+    );
+    for part in [building, cuda, openmp] {
+        assert!(
+            ctx.text.contains(part.code.trim()),
+            "{} missing",
+            part.symbol_name
+        );
+    }
+    let running = chunk_of(
+        "README.md > picsim > Running the examples",
+        "doc_section",
+        1,
+    );
+    assert!(!ctx.text.contains(running.code.trim()));
+    // The file chunk of a documentation file shows its text.
+    let file = corpus()
+        .data
+        .chunks
+        .iter()
+        .find(|c| c.path == "README.md" && c.entity_type.as_str() == "file")
+        .unwrap();
+    let whole = build_context_estimated(corpus(), &retrieval_of(&[file.id, cuda.id]), 100_000);
+    assert_eq!(
+        whole.chunks.len(),
+        1,
+        "the CUDA section is inside the file text"
+    );
+    assert!(whole.text.contains(running.code.trim()) && whole.text.contains(cuda.code.trim()));
+    let ids = codegloss_core::answer::context_chunks(corpus(), &retrieval_of(&[file.id, cuda.id]));
+    assert!(ids.contains(&file.id) && ids.contains(&cuda.id) && ids.contains(&running.id));
+}

@@ -233,6 +233,20 @@ impl Engine {
         Ok(Value::Array(cards).to_string())
     }
 
+    /// The chunks whose text the answer context of the last search shows,
+    /// JSON `[id]`: the retrieved chunks and the chunks that complete them
+    /// into whole units (the rest of a split class, a section's
+    /// subsections, a file's text). Load their text before [`prompt`].
+    #[wasm_bindgen(js_name = contextChunks)]
+    pub fn context_chunks(&self) -> Result<String, JsError> {
+        let (_, r) = self.last()?;
+        Ok(json!(codegloss_core::answer::context_chunks(
+            &self.index.corpus,
+            r
+        ))
+        .to_string())
+    }
+
     /// The chat messages for the last search, JSON: `{messages, context,
     /// tokens, prompt_version, prompt_signature}`; `context` is core's
     /// `Context` (hand it back to [`citations`]). The context is numbered in rank order, so `[n]`

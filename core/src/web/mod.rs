@@ -364,8 +364,9 @@ pub struct EntityText {
 }
 
 impl EntityText {
-    /// Take the fields out, leaving what retrieval reads: `doc_comment`
-    /// stays present (emptied) when the entity has one.
+    /// Take the display fields out, leaving what retrieval reads.
+    /// `doc_comment` goes too: retrieval reads the `documented` bit of the
+    /// text features instead.
     fn take(e: &mut Entity) -> Self {
         EntityText {
             id: e.id,

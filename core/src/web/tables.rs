@@ -460,20 +460,19 @@ impl Tables {
     pub fn unpack(&self) -> Result<Decoded, String> {
         let f = &self.files;
         let n = f.path.len();
-        if [
-            f.language.len(),
-            f.source_type.len(),
-            f.scope.len(),
-            f.module.len(),
-            f.bytes.len(),
-            f.lines.len(),
-            f.includes.len(),
-        ]
-        .iter()
-        .any(|&l| l != n)
-        {
-            return Err("the file columns differ in length".into());
-        }
+        same_len(
+            &[
+                f.language.len(),
+                f.source_type.len(),
+                f.scope.len(),
+                f.module.len(),
+                f.bytes.len(),
+                f.lines.len(),
+                f.includes.len(),
+            ],
+            n,
+            "file",
+        )?;
         let mut files: Vec<SourceFile> = Vec::with_capacity(n);
         for i in 0..n {
             let previous = files.last();
@@ -499,24 +498,23 @@ impl Tables {
 
         let en = &self.entities;
         let n = en.kind.len();
-        if [
-            en.name.len(),
-            en.qualified_name.len(),
-            en.parent.len(),
-            en.parent_symbol.len(),
-            en.class_name.tag.len(),
-            en.file.len(),
-            en.is_definition.len(),
-            en.section_path.len(),
-            en.module.len(),
-            en.gloss_source.len(),
-            en.gloss_model.len(),
-        ]
-        .iter()
-        .any(|&l| l != n)
-        {
-            return Err("the entity columns differ in length".into());
-        }
+        same_len(
+            &[
+                en.name.len(),
+                en.qualified_name.len(),
+                en.parent.len(),
+                en.parent_symbol.len(),
+                en.class_name.tag.len(),
+                en.file.len(),
+                en.is_definition.len(),
+                en.section_path.len(),
+                en.module.len(),
+                en.gloss_source.len(),
+                en.gloss_model.len(),
+            ],
+            n,
+            "entity",
+        )?;
         let mut entities: Vec<Entity> = Vec::with_capacity(n);
         let mut last_file = 0u32;
         let mut class_names = Vec::with_capacity(n);
@@ -566,27 +564,26 @@ impl Tables {
 
         let ch = &self.chunks;
         let n = ch.entity.len();
-        if [
-            ch.part.len(),
-            ch.parts.len(),
-            ch.path.len(),
-            ch.base_name.len(),
-            ch.source_type.len(),
-            ch.scope.len(),
-            ch.language.len(),
-            ch.entity_type.len(),
-            ch.chunk_type.len(),
-            ch.symbol_name.len(),
-            ch.parent_symbol.len(),
-            ch.class_name.tag.len(),
-            ch.start_line.len(),
-            ch.line_count.len(),
-        ]
-        .iter()
-        .any(|&l| l != n)
-        {
-            return Err("the chunk columns differ in length".into());
-        }
+        same_len(
+            &[
+                ch.part.len(),
+                ch.parts.len(),
+                ch.path.len(),
+                ch.base_name.len(),
+                ch.source_type.len(),
+                ch.scope.len(),
+                ch.language.len(),
+                ch.entity_type.len(),
+                ch.chunk_type.len(),
+                ch.symbol_name.len(),
+                ch.parent_symbol.len(),
+                ch.class_name.tag.len(),
+                ch.start_line.len(),
+                ch.line_count.len(),
+            ],
+            n,
+            "chunk",
+        )?;
         let mut chunks = Vec::with_capacity(n);
         let mut last_entity = 0u32;
         let mut last_start = 0u32;
@@ -705,6 +702,14 @@ impl Tables {
             },
         })
     }
+}
+
+/// Every column of a table has the table's `n` rows.
+fn same_len(lengths: &[usize], n: usize, what: &str) -> Result<(), String> {
+    if lengths.iter().any(|&l| l != n) {
+        return Err(format!("the {what} columns differ in length"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
