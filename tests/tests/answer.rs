@@ -37,7 +37,8 @@ fn config(url: &str) -> AnswerConfig {
         model: "smollm2".into(),
         max_tokens: 48,
         temperature: 0.0,
-        timeout_seconds: 120,
+        // Generous: CI machines may be busy with other work.
+        timeout_seconds: 300,
         ..AnswerConfig::default()
     }
 }
@@ -103,10 +104,11 @@ fn context_respects_the_budget_and_whole_lines() {
         small.tokens
     );
     assert!(small.chunks.len() < full.chunks.len());
-    assert_eq!(
-        small.dropped_for_budget,
-        full.chunks.len() - small.chunks.len()
-    );
+    // Every retrieved chunk is shown, dropped for the budget, or left out
+    // because an earlier block already shows its lines.
+    assert!(small.dropped_for_budget > 0);
+    assert!(small.chunks.len() + small.dropped_for_budget <= r.chunks.len());
+    assert_eq!(full.dropped_for_budget, 0);
     // Numbers are 1..n in rank order, and every block is in the text.
     for (i, c) in small.chunks.iter().enumerate() {
         assert_eq!(c.n as usize, i + 1);
