@@ -67,8 +67,9 @@ pub fn fence_language(path: &str) -> &'static str {
     }
 }
 
-/// Format one chunk block (without its number line's budget check).
-fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str) -> String {
+/// Format one chunk block (without its number line's budget check);
+/// `lines` are the first and last line that `code` shows.
+fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str, lines: (u32, u32)) -> String {
     let data = &corpus.data;
     let c = &data.chunks[chunk as usize];
     let e = &data.entities[c.entity as usize];
@@ -82,7 +83,7 @@ fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str) -> String 
     let location = if c.start_line == 0 {
         c.path.clone()
     } else {
-        format!("{}:{}-{}", c.path, c.start_line, c.end_line)
+        format!("{}:{}-{}", c.path, lines.0, lines.1)
     };
     let mut s = format!(
         "[{n}] {} ({}, {level}) {}\nlocation: {location}\n",
@@ -139,6 +140,44 @@ fn leading_lines_that_fit(total: usize, fits: impl Fn(usize) -> bool) -> usize {
         }
     }
     lo
+}
+
+/// A file's text as chunks: its outermost code and documentation chunks
+/// in line order (members sit inside their class, subsections follow their
+/// section). File, module, call-chain and namespace chunks are summaries,
+/// not text.
+fn file_text_chunks<'a>(data: &'a crate::IndexData, path: &str) -> Vec<&'a crate::model::Chunk> {
+    let mut parts: Vec<&crate::model::Chunk> = data
+        .chunks
+        .iter()
+        .filter(|c| {
+            c.path == path
+                && !matches!(
+                    data.entities[c.entity as usize].kind,
+                    EntityKind::File
+                        | EntityKind::Module
+                        | EntityKind::CallChain
+                        | EntityKind::Namespace
+                )
+        })
+        .collect();
+    parts.sort_by_key(|c| (c.start_line, std::cmp::Reverse(c.end_line)));
+    let mut out = Vec::new();
+    let mut covered = 0u32;
+    for c in parts {
+        if c.start_line > covered || c.start_line == 0 {
+            out.push(c);
+            covered = covered.max(c.end_line);
+        }
+    }
+    out
+}
+
+/// Whether an earlier block already shows all of a chunk's lines.
+fn is_shown(shown: &[(&str, u32, u32)], c: &crate::model::Chunk) -> bool {
+    shown
+        .iter()
+        .any(|&(p, a, b)| p == c.path && a <= c.start_line && c.end_line <= b)
 }
 
 /// One line of a completed unit, with its line number in the file.
@@ -208,31 +247,8 @@ pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
     };
     let e = &data.entities[c.entity as usize];
     if e.kind == EntityKind::File {
-        // The file's text: its outermost chunks in line order (members sit
-        // inside their class, subsections follow their section).
-        let mut parts: Vec<&crate::model::Chunk> = data
-            .chunks
-            .iter()
-            .filter(|o| {
-                o.path == c.path
-                    && !matches!(
-                        o.entity_type,
-                        EntityKind::File
-                            | EntityKind::Module
-                            | EntityKind::CallChain
-                            | EntityKind::Namespace
-                    )
-            })
-            .collect();
-        parts.sort_by_key(|o| (o.start_line, std::cmp::Reverse(o.end_line), o.part));
         let mut ids = vec![chunk];
-        let mut covered = 0u32;
-        for o in parts {
-            if o.start_line > covered {
-                ids.push(o.id);
-                covered = covered.max(o.end_line);
-            }
-        }
+        ids.extend(file_text_chunks(data, &c.path).into_iter().map(|o| o.id));
         return ids;
     }
     if e.kind == EntityKind::DocSection {
@@ -283,24 +299,18 @@ pub fn context_chunks(corpus: &Corpus, retrieval: &Retrieval) -> Vec<u32> {
 /// The lines of a chunk's completed unit, in file order, within `fits`
 /// (a monotone test of a candidate text): the whole unit when it fits,
 /// else the retrieved chunk and what follows it, cut at a line end.
-/// Returns the text, its first and last line, and whether it was cut.
+/// Returns the text and its first and last line.
 fn unit_text(
     corpus: &Corpus,
     chunk: u32,
     shown: &[(&str, u32, u32)],
     fits: &dyn Fn(&str) -> bool,
-) -> Option<(String, u32, u32, bool)> {
+) -> Option<(String, u32, u32)> {
     let data = &corpus.data;
     // What an earlier block already shows is not repeated.
     let ids: Vec<u32> = unit_chunks(corpus, chunk)
         .into_iter()
-        .filter(|&i| {
-            let o = &data.chunks[i as usize];
-            i == chunk
-                || !shown
-                    .iter()
-                    .any(|&(p, a, b)| p == o.path && a <= o.start_line && o.end_line <= b)
-        })
+        .filter(|&i| i == chunk || !is_shown(shown, &data.chunks[i as usize]))
         .collect();
     if ids.len() <= 1 {
         return None;
@@ -322,7 +332,7 @@ fn unit_text(
     let whole = lines_of(&in_order, false);
     if fits(&join(&whole)) {
         let (a, b) = (whole.first()?.line, whole.last()?.line);
-        return Some((join(&whole), a, b, false));
+        return Some((join(&whole), a, b));
     }
     // From the retrieved chunk on (a split entity keeps its header).
     let at = in_order.iter().position(|o| o.id == chunk).unwrap_or(0);
@@ -338,7 +348,7 @@ fn unit_text(
     }
     tail.truncate(k);
     let (a, b) = (tail.first()?.line, tail.last()?.line);
-    Some((format!("{}\n{marker}", join(&tail)), a, b, true))
+    Some((format!("{}\n{marker}", join(&tail)), a, b))
 }
 
 /// Build the numbered context of a retrieval within `budget` tokens, as
@@ -373,30 +383,21 @@ pub fn build_context(
         let c = &data.chunks[rc.chunk as usize];
         let has_text = !c.code.trim().is_empty()
             && data.entities[c.entity as usize].kind != EntityKind::Module;
-        if has_text
-            && c.start_line > 0
-            && shown
-                .iter()
-                .any(|&(p, a, b)| p == c.path && a <= c.start_line && c.end_line <= b)
-        {
+        if has_text && c.start_line > 0 && is_shown(&shown, c) {
             continue;
         }
         let left = budget.saturating_sub(tokens);
+        let own = (c.start_line, c.end_line);
         let unit = unit_text(corpus, rc.chunk, &shown, &|code: &str| {
-            let t = count(&block(corpus, n, rc.chunk, rc.role, code));
-            t <= unit_cap.max(count(&block(corpus, n, rc.chunk, rc.role, &c.code))) && t <= left
+            let t = count(&block(corpus, n, rc.chunk, rc.role, code, own));
+            t <= unit_cap.max(count(&block(corpus, n, rc.chunk, rc.role, &c.code, own)))
+                && t <= left
         });
-        let (mut b, mut start, mut end) = match &unit {
-            Some((code, a, z, _)) => (block(corpus, n, rc.chunk, rc.role, code), *a, *z),
-            None => (
-                block(corpus, n, rc.chunk, rc.role, &c.code),
-                c.start_line,
-                c.end_line,
-            ),
+        let (code, mut start, mut end) = match &unit {
+            Some((code, a, z)) => (code.as_str(), *a, *z),
+            None => (c.code.as_str(), c.start_line, c.end_line),
         };
-        if unit.is_some() {
-            b = relocate(&b, &c.path, start, end);
-        }
+        let mut b = block(corpus, n, rc.chunk, rc.role, code, (start, end));
         let mut t = count(&b);
         if tokens + t > budget {
             if !chunks.is_empty() {
@@ -406,7 +407,14 @@ pub fn build_context(
             // The first chunk alone is too long: keep whole leading lines.
             let lines: Vec<&str> = c.code.lines().collect();
             let lo = leading_lines_that_fit(lines.len(), |k| {
-                count(&block(corpus, n, rc.chunk, rc.role, &lines[..k].join("\n"))) <= budget
+                count(&block(
+                    corpus,
+                    n,
+                    rc.chunk,
+                    rc.role,
+                    &lines[..k].join("\n"),
+                    own,
+                )) <= budget
             });
             b = block(
                 corpus,
@@ -417,6 +425,7 @@ pub fn build_context(
                     "{}\n// ... (cut to fit the context budget)",
                     lines[..lo].join("\n")
                 ),
+                own,
             );
             t = count(&b);
             (start, end) = (c.start_line, c.end_line);
@@ -445,20 +454,6 @@ pub fn build_context(
     }
 }
 
-/// A block's `location:` line rewritten to the lines its completed unit
-/// shows.
-fn relocate(block: &str, path: &str, start: u32, end: u32) -> String {
-    let mut out = String::with_capacity(block.len() + 8);
-    for (i, line) in block.split_inclusive('\n').enumerate() {
-        if i == 1 && line.starts_with("location: ") {
-            out.push_str(&format!("location: {path}:{start}-{end}\n"));
-        } else {
-            out.push_str(line);
-        }
-    }
-    out
-}
-
 /// The context of the `bm25-files` answer baseline: whole files (their
 /// indexed text, in line order), numbered like chunks, filling the same
 /// budget in rank order and cut at line ends. It shares the prompt with
@@ -474,30 +469,10 @@ pub fn file_context(
     let mut chunks = Vec::new();
     let mut tokens = 0usize;
     for path in paths {
-        let mut parts: Vec<&crate::model::Chunk> = data
-            .chunks
-            .iter()
-            .filter(|c| {
-                c.path == *path
-                    && !matches!(
-                        data.entities[c.entity as usize].kind,
-                        EntityKind::File
-                            | EntityKind::Module
-                            | EntityKind::CallChain
-                            | EntityKind::Namespace
-                    )
-            })
+        let body: Vec<&str> = file_text_chunks(data, path)
+            .into_iter()
+            .map(|c| c.code.as_str())
             .collect();
-        parts.sort_by_key(|c| (c.start_line, std::cmp::Reverse(c.end_line)));
-        // Keep outermost chunks only: nested members are inside their class.
-        let mut body: Vec<&str> = Vec::new();
-        let mut covered = 0u32;
-        for c in parts {
-            if c.start_line > covered || c.start_line == 0 {
-                body.push(c.code.as_str());
-                covered = covered.max(c.end_line);
-            }
-        }
         let n = chunks.len() as u32 + 1;
         let head = format!("[{n}] {path} (whole file)\n```{}\n", fence_language(path));
         let lines: Vec<&str> = body.iter().flat_map(|b| b.lines()).collect();
