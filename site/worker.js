@@ -57,6 +57,7 @@ async function open(indexUrl) {
   const manifestText = new TextDecoder().decode(await fetchBytes(indexUrl, { immutable: false }));
   const searchName = searchShard(manifestText);
   const search = await fetchBytes(new URL(searchName, indexBase).href, { immutable: true });
+  // '{}': rank with the settings the manifest carries (those of `codegloss query`).
   engine = new Engine(manifestText, search, '{}');
   const info = JSON.parse(engine.info());
   const why = semanticUnavailable(info);

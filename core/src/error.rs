@@ -105,4 +105,10 @@ pub enum CoreError {
         /// Value of the query model.
         query: String,
     },
+    /// Retrieval settings that do not parse (an unknown key, a wrong type).
+    #[error("retrieval settings: {message}")]
+    Settings {
+        /// What is wrong.
+        message: String,
+    },
 }

@@ -34,7 +34,7 @@ use crate::vectors::HnswParams;
 /// Magic number at the start of every data file.
 pub const MAGIC: [u8; 8] = *b"CGLOSSIX";
 /// Version of the index format. Bump on any change to the serialised types.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Size of the fixed header in bytes.
 pub const HEADER_LEN: usize = 8 + 4 + 1 + 3 + 8 + 32;
 /// Upper bound on a decoded payload, so that a hostile length cannot make
@@ -357,6 +357,11 @@ pub struct Manifest {
     pub glosses: Option<GlossInfo>,
     /// The data files and their checksums.
     pub data_files: Vec<DataFileInfo>,
+    /// The `[retrieval]` settings of the configuration the index was built
+    /// with: what `query`, `eval`, `ask` and the site rank with unless a
+    /// configuration given to them says otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval: Option<crate::retrieve::RetrievalSettings>,
 }
 
 impl Manifest {

@@ -392,6 +392,12 @@ pub struct Entity {
     pub module: String,
     /// The explanation.
     pub gloss: Gloss,
+    /// What the repository's own words say the entity means: its file's
+    /// header comment, its whole doc comment, comments in its body, the
+    /// words of its name and its members' names, documentation sentences
+    /// that mention it. Embedded before the gloss (not keyword-indexed, not
+    /// shown as evidence: the code and docs it comes from are).
+    pub concepts: String,
 }
 
 /// One retrievable record. Every entity has at least one; long bodies and

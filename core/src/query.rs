@@ -276,7 +276,8 @@ pub fn infer_intent(question: &str) -> Intent {
             " directory",
             " folder",
             " subsystem",
-            " component",
+            // "Which component does X?" asks for one thing, not an overview.
+            " components",
             " overview",
             " architecture",
             " organized",

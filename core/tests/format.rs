@@ -64,6 +64,7 @@ fn entity(id: u32, kind: EntityKind, name: &str, qualified_name: &str) -> Entity
             source: GlossSource::Structural,
             model: None,
         },
+        concepts: String::new(),
     }
 }
 
@@ -434,7 +435,9 @@ fn error_file(e: &CoreError) -> Option<&str> {
         | CoreError::Decode { file, .. }
         | CoreError::Encode { file, .. }
         | CoreError::Inconsistent { file, .. } => Some(file),
-        CoreError::Manifest { .. } | CoreError::ModelMismatch { .. } => None,
+        CoreError::Manifest { .. }
+        | CoreError::ModelMismatch { .. }
+        | CoreError::Settings { .. } => None,
     }
 }
 
@@ -524,6 +527,7 @@ fn manifest_for(data: &IndexData, files: &[Vec<u8>]) -> Manifest {
             .collect::<BTreeMap<_, _>>(),
         embedding: None,
         glosses: None,
+        retrieval: None,
         data_files: DataKind::ALL
             .iter()
             .zip(files)
@@ -737,6 +741,7 @@ fn variant_name(e: &CoreError) -> &'static str {
         CoreError::Manifest { .. } => "Manifest",
         CoreError::Inconsistent { .. } => "Inconsistent",
         CoreError::ModelMismatch { .. } => "ModelMismatch",
+        CoreError::Settings { .. } => "Settings",
     }
 }
 

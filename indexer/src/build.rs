@@ -195,6 +195,7 @@ fn blank_entity(kind: EntityKind, name: String, qualified_name: String, module: 
             source: GlossSource::Structural,
             model: None,
         },
+        concepts: String::new(),
     }
 }
 
@@ -466,6 +467,7 @@ fn assemble(root: &Path, files: Vec<FileResult>, cfg: &Config) -> IndexData {
     };
     gloss::structural_glosses(&mut data);
     let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
+    crate::concepts::fill_concepts(&mut data, &texts, &cfg.concepts);
     data.chunks = chunk::build_chunks(&data, &texts, &doc_of, &raw_of, &cfg.chunk);
     data
 }

@@ -29,6 +29,8 @@ pub struct Config {
     pub chunk: ChunkConfig,
     /// Embedding model and vector index.
     pub embedding: EmbeddingConfig,
+    /// Concept text from the repository's own words (embedded and indexed).
+    pub concepts: crate::concepts::ConceptsConfig,
     /// Online retrieval (used by `query` and `eval`; the browser reads the
     /// same values from the manifest).
     pub retrieval: RetrievalSettings,
@@ -36,6 +38,10 @@ pub struct Config {
     pub answer: crate::llm::AnswerConfig,
     /// Model-written glosses (`structural` by default: no model needed).
     pub explain: crate::explain::ExplainConfig,
+    /// Whether the file had a `[retrieval]` section. Without one, commands
+    /// that read an index rank with the settings recorded in it.
+    #[serde(skip)]
+    pub retrieval_given: bool,
 }
 
 /// Which files are indexed and how they are classified.
@@ -310,7 +316,21 @@ impl Config {
 
     /// Parse configuration text.
     pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        let mut cfg: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+        cfg.retrieval_given = table.contains_key("retrieval");
+        Ok(cfg)
+    }
+
+    /// The retrieval settings for an index: this configuration's when it
+    /// has a `[retrieval]` section, else the ones the index was built with
+    /// (the defaults for an index that recorded none).
+    pub fn retrieval_for(&self, manifest: &codegloss_core::Manifest) -> RetrievalSettings {
+        if self.retrieval_given {
+            self.retrieval.clone()
+        } else {
+            manifest.retrieval.clone().unwrap_or_default()
+        }
     }
 
     /// SHA-256 of the canonical JSON form, recorded in the manifest.

@@ -10,6 +10,7 @@
 
 pub mod build;
 pub mod chunk;
+pub mod concepts;
 pub mod config;
 pub mod cpp;
 pub mod docs;

@@ -439,6 +439,7 @@ fn run_site(index: &Path, site: &Path, assets: &Path, cfg: &Config) -> Result<()
         site,
         assets,
         model.as_ref().map_err(Clone::clone),
+        cfg.retrieval_given.then_some(&cfg.retrieval),
     )
     .with_context(|| format!("writing the site {}", site.display()))?;
     out!("{}", codegloss_indexer::site::describe(&report));
@@ -515,6 +516,7 @@ fn run_index(
         vectors.as_ref().map(|v| (&v.index, &v.info)),
         explained.as_ref().map(|r| &r.info),
         &cfg.hash(),
+        Some(&cfg.retrieval),
     )
     .with_context(|| format!("writing index to {}", out.display()))?;
     pb.finish_and_clear();
@@ -921,6 +923,9 @@ fn print_entity(data: &IndexData, e: &Entity) {
         out!("  doc: {}", d.replace('\n', "\n       "));
     }
     out!("  gloss ({}): {}", e.gloss.source.as_str(), e.gloss.text);
+    if !e.concepts.is_empty() {
+        out!("  concepts: {}", e.concepts);
+    }
     for x in data.edges_from(e.id) {
         out!(
             "  -> {} {} {}",
@@ -977,10 +982,10 @@ fn run_query(
     no_vectors: bool,
     json: bool,
 ) -> Result<()> {
-    let (_, corpus) =
+    let (manifest, corpus) =
         store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
     let cfg = config_or_default(config)?;
-    let mut settings = cfg.retrieval.clone();
+    let mut settings = cfg.retrieval_for(&manifest);
     if let Some(k) = k {
         settings.k = k;
     }
@@ -1122,9 +1127,10 @@ fn run_eval(dir: &Path, run: EvalRun<'_>) -> Result<()> {
     } = run;
     use codegloss_core::answer::{build_context, check_citations, RETRIEVAL_ANSWER_V2};
     use codegloss_indexer::{eval, llm};
-    let (_, corpus) =
+    let (manifest, corpus) =
         store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
     let cfg = config_or_default(config)?;
+    let settings = cfg.retrieval_for(&manifest);
     let mut qs = eval::read_questions(questions)?;
     if let Some(sp) = split {
         qs.retain(|q| q.split.as_deref() == Some(sp));
@@ -1203,7 +1209,7 @@ fn run_eval(dir: &Path, run: EvalRun<'_>) -> Result<()> {
             None => None,
         };
         let t = Instant::now();
-        let r = retrieve::retrieve(&corpus, text, qv.as_deref(), &cfg.retrieval)?;
+        let r = retrieve::retrieve(&corpus, text, qv.as_deref(), &settings)?;
         latencies.push(t.elapsed().as_secs_f64() * 1000.0);
         let files = r.files(&corpus);
         let tokens = r.context_tokens(&corpus);
@@ -1438,13 +1444,18 @@ fn print_metrics(title: &str, m: &serde_json::Value) {
 fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: bool) -> Result<()> {
     use codegloss_core::answer::{build_context, check_citations, RETRIEVAL_ANSWER_V2};
     use codegloss_indexer::llm;
-    let (_, corpus) =
+    let (manifest, corpus) =
         store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
     let qv = match (&corpus.vectors, no_vectors) {
         (Some(v), false) => Some(query_embedder(&v.spec, cfg)?.embed_query(question)?),
         _ => None,
     };
-    let r = retrieve::retrieve(&corpus, question, qv.as_deref(), &cfg.retrieval)?;
+    let r = retrieve::retrieve(
+        &corpus,
+        question,
+        qv.as_deref(),
+        &cfg.retrieval_for(&manifest),
+    )?;
     let count_tokens = llm::token_counter(&cfg.answer)?;
     let context = build_context(&corpus, &r, cfg.answer.context_tokens, &*count_tokens);
     let template = RETRIEVAL_ANSWER_V2;

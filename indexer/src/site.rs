@@ -133,8 +133,14 @@ pub fn write_site(
     site_dir: &Path,
     assets: &Path,
     model: Result<&ModelFiles, String>,
+    retrieval: Option<&codegloss_core::retrieve::RetrievalSettings>,
 ) -> Result<SiteReport, IndexError> {
-    let (manifest, data) = store::read_index(index_dir)?;
+    let (mut manifest, data) = store::read_index(index_dir)?;
+    // A configuration given to `site` with a `[retrieval]` section wins
+    // over the settings the index was built with.
+    if let Some(r) = retrieval {
+        manifest.retrieval = Some(r.clone());
+    }
     let lexical = store::read_lexical(index_dir, &manifest)?;
     let vectors = store::read_vectors(index_dir, &manifest)?;
     let mut site =

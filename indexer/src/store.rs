@@ -34,16 +34,18 @@ pub fn write_index(
     vectors: Option<(&VectorIndex, &EmbeddingInfo)>,
     config_hash: &str,
 ) -> Result<Manifest, IndexError> {
-    write_index_with_glosses(dir, data, vectors, None, config_hash)
+    write_index_with_glosses(dir, data, vectors, None, config_hash, None)
 }
 
-/// [`write_index`], recording the explanation stage in the manifest.
+/// [`write_index`], recording the explanation stage and the retrieval
+/// settings of the configuration in the manifest.
 pub fn write_index_with_glosses(
     dir: &Path,
     data: &IndexData,
     vectors: Option<(&VectorIndex, &EmbeddingInfo)>,
     glosses: Option<&GlossInfo>,
     config_hash: &str,
+    retrieval: Option<&codegloss_core::retrieve::RetrievalSettings>,
 ) -> Result<Manifest, IndexError> {
     std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
     let index_err = |source| IndexError::Index {
@@ -80,6 +82,7 @@ pub fn write_index_with_glosses(
         embedding: vectors.map(|(_, info)| info.clone()),
         glosses: glosses.cloned(),
         data_files,
+        retrieval: retrieval.cloned(),
     };
     write_atomic(dir, MANIFEST, manifest.to_json().as_bytes())?;
     if vectors.is_none() {

@@ -54,13 +54,24 @@ pub fn document_texts(data: &IndexData, embedder: &Embedder) -> Result<Vec<Strin
     data.chunks
         .par_iter()
         .map(|c| {
-            let gloss = data
+            let explanation = data
                 .entities
                 .get(c.entity as usize)
-                .map_or("", |e| e.gloss.text.as_str());
-            embedder.fit_document(&DocPrompt::new(c, gloss, &prefix))
+                .map_or(String::new(), explanation_text);
+            embedder.fit_document(&DocPrompt::new(c, &explanation, &prefix))
         })
         .collect()
+}
+
+/// The explanation part of a chunk's embedded text: the entity's concept
+/// text (the repository's own words, first, so that it survives when the
+/// prompt is cut to the model's token limit), then its gloss.
+pub fn explanation_text(e: &codegloss_core::Entity) -> String {
+    match (e.concepts.trim(), e.gloss.text.trim()) {
+        ("", g) => g.to_string(),
+        (c, "") => c.to_string(),
+        (c, g) => format!("{c}\n{g}"),
+    }
 }
 
 /// Build the store over `vectors` (chunk order) on a single thread, so

@@ -62,6 +62,11 @@ struct Site {
     site: PathBuf,
 }
 
+/// The `[retrieval]` the fixture site is indexed with: none of these is a
+/// default, so a side that ranked with the defaults would differ.
+const NON_DEFAULT_RETRIEVAL: &str =
+    "[retrieval]\nk = 10\nfusion = \"rrf\"\nsupplementary_k = 4\nprimary_same_file_cap = 2\n";
+
 /// The fixture site, built once per test binary (kept until the process ends).
 fn site(assets: &Path) -> &'static Site {
     static S: OnceLock<Site> = OnceLock::new();
@@ -70,6 +75,9 @@ fn site(assets: &Path) -> &'static Site {
         let repo = dir.join("repo");
         copy_tree(&root().join("tests/fixtures/sci-demo"), &repo);
         copy_tree(&root().join("tests/fixtures/site-extra"), &repo);
+        // Non-default ranking: the site must carry it to the browser, and
+        // `codegloss query` must read it back from the index.
+        std::fs::write(repo.join("codegloss.toml"), NON_DEFAULT_RETRIEVAL).unwrap();
         let (index, site) = (dir.join("index"), dir.join("site"));
         let o = bin()
             .args(["index", repo.to_str().unwrap(), "--out"])
@@ -255,6 +263,58 @@ fn the_browser_ranks_like_the_cli() {
             assert_eq!(b["context_tokens"], native["context_tokens"], "{q}");
         }
     }
+}
+
+/// The index records the `[retrieval]` it was built with, `query` ranks
+/// with it, the site's manifest carries it, and a `[retrieval]` given at
+/// query time wins. The settings change the ranking of the fixture
+/// questions, so the browser parity above would catch a side that ignored
+/// them.
+#[test]
+fn retrieval_settings_travel_with_the_index_and_the_site() {
+    let Some((assets, _)) = browser_setup() else {
+        return;
+    };
+    let site = site(&assets);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(site.index.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["retrieval"]["k"], 10);
+    assert_eq!(manifest["retrieval"]["fusion"], "rrf");
+    let web: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(site.site.join("index/codegloss.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(web["retrieval"], manifest["retrieval"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let defaults = tmp.path().join("defaults.toml");
+    std::fs::write(&defaults, "[retrieval]\n").unwrap();
+    let questions =
+        std::fs::read_to_string(root().join("tests/fixtures/questions/sci-demo.jsonl")).unwrap();
+    let mut differ = 0;
+    for line in questions.lines().filter(|l| !l.trim().is_empty()) {
+        let q: serde_json::Value = serde_json::from_str(line).unwrap();
+        let q = q["question"].as_str().unwrap();
+        let run = |config: Option<&Path>| -> serde_json::Value {
+            let mut cmd = bin();
+            cmd.arg("query")
+                .arg(&site.index)
+                .arg(q)
+                .arg("--json")
+                .arg("--no-vectors");
+            if let Some(c) = config {
+                cmd.arg("--config").arg(c);
+            }
+            let o = cmd.output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            serde_json::from_slice(&o.stdout).unwrap()
+        };
+        let (recorded, default) = (run(None), run(Some(&defaults)));
+        if recorded["chunks"] != default["chunks"] {
+            differ += 1;
+        }
+    }
+    assert!(differ > 0, "the non-default settings changed no ranking");
 }
 
 #[test]

@@ -225,7 +225,8 @@ fn failing_run(body: Option<&'static str>) -> (codegloss_core::Manifest, IndexDa
     };
     let (data, report) = run(repo.path(), &cfg, &cfg.cache_path(out.path()));
     // The index is still written, and records the cause.
-    store::write_index_with_glosses(out.path(), &data, None, Some(&report.info), "h").unwrap();
+    store::write_index_with_glosses(out.path(), &data, None, Some(&report.info), "h", None)
+        .unwrap();
     let (manifest, read) = store::read_index(out.path()).unwrap();
     (manifest, read, count.load(Ordering::SeqCst))
 }

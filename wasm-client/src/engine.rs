@@ -44,14 +44,17 @@ pub struct Engine {
 #[wasm_bindgen]
 impl Engine {
     /// Open an index from its manifest (`codegloss.json` text) and the
-    /// search shard's bytes. `settings_json` holds `[retrieval]` settings
-    /// (`"{}"` for the defaults, which `codegloss query` uses too).
+    /// search shard's bytes. It ranks with the manifest's retrieval
+    /// settings (those `codegloss query` uses on the same index), with the
+    /// keys of `settings_json` put over them (`"{}"`: none).
     #[wasm_bindgen(constructor)]
     pub fn new(manifest_json: &str, search: &[u8], settings_json: &str) -> Result<Engine, JsError> {
         let manifest =
             WebManifest::from_json(manifest_json).map_err(|e| js_error("index manifest", e))?;
-        let settings: RetrievalSettings =
-            serde_json::from_str(settings_json).map_err(|e| js_error("retrieval settings", e))?;
+        let settings: RetrievalSettings = manifest
+            .retrieval
+            .with_overrides(settings_json)
+            .map_err(|e| js_error("retrieval settings", e))?;
         let index = WebIndex::open(manifest, search).map_err(|e| js_error("index", e))?;
         Ok(Engine {
             index,

@@ -11,6 +11,9 @@
 //!   site in headless Chromium against the native CLI.
 //! - `cargo xtask bench explain --repo <dir> --questions <file>`: model
 //!   glosses against structural glosses, retrieval metrics per category.
+//! - `cargo xtask bench retrieval --repo <dir> [--variant name=config]`:
+//!   named and reworded questions on one index, with the `bm25-files`
+//!   baseline, per variant.
 //! - `cargo xtask site-assets`: build the wasm client and the widget into
 //!   `target/site-assets` (what `codegloss index --site` copies).
 //! - `cargo xtask llm-server [--model smollm2|qwen-coder-1.5b] [--stop]`: a
@@ -26,6 +29,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 mod bench_explain;
+mod bench_retrieval;
 mod llm;
 mod models;
 mod site;
@@ -103,6 +107,36 @@ enum Bench {
         edit: String,
         /// Where to write the results JSON.
         #[arg(long, default_value = "target/bench/embed.json")]
+        json: PathBuf,
+    },
+    /// Retrieval on named and reworded questions from one index (per
+    /// variant), with the `bm25-files` baseline: overall and by category,
+    /// with each variant's index time and size.
+    Retrieval {
+        /// Repository to index (each variant into its own index).
+        #[arg(long, conflicts_with = "index")]
+        repo: Option<PathBuf>,
+        /// An existing index instead.
+        #[arg(long)]
+        index: Option<PathBuf>,
+        /// Questions that name the code.
+        #[arg(long, default_value = "../shared/bench/ippl/questions.jsonl")]
+        named: PathBuf,
+        /// The same questions reworded by concept.
+        #[arg(long, default_value = "../shared/bench/ippl/paraphrases-dev.jsonl")]
+        reworded: PathBuf,
+        /// `name=path/to/codegloss.toml` (repeatable): one index per
+        /// variant, to measure a lever with and without.
+        #[arg(long = "variant")]
+        variants: Vec<String>,
+        /// Only questions of this split (for example `dev`).
+        #[arg(long)]
+        split: Option<String>,
+        /// Keyword and structure only (no embedding).
+        #[arg(long)]
+        no_vectors: bool,
+        /// Where to write the results JSON.
+        #[arg(long, default_value = "target/bench/retrieval.json")]
         json: PathBuf,
     },
     /// Model-written glosses against structural ones: index twice, run the
@@ -377,6 +411,28 @@ fn main() -> Result<()> {
         Cmd::Bench {
             which: Bench::Embed { repo, edit, json },
         } => bench_embed(&repo, &edit, &json),
+        Cmd::Bench {
+            which:
+                Bench::Retrieval {
+                    repo,
+                    index,
+                    named,
+                    reworded,
+                    variants,
+                    split,
+                    no_vectors,
+                    json,
+                },
+        } => bench_retrieval::bench_retrieval(&bench_retrieval::Options {
+            repo: repo.as_deref(),
+            index: index.as_deref(),
+            named: &named,
+            reworded: &reworded,
+            variants: &variants,
+            split: split.as_deref(),
+            no_vectors,
+            json: &json,
+        }),
         Cmd::Bench {
             which:
                 Bench::Explain {

@@ -44,6 +44,10 @@ pub struct Corpus {
     pub call_chain_of: BTreeMap<u32, u32>,
     /// Stemmed parts of callable names: the index's own action vocabulary.
     pub callable_vocabulary: BTreeSet<String>,
+    /// Acronyms the index's names are written with (`CIC` of `CIC.hpp`,
+    /// `FFT` of `FFTSolver`), lower case: a question that spells one out
+    /// ("cloud-in-cell") is matched to them.
+    pub acronyms: BTreeSet<String>,
     /// Text facts per chunk: retrieval ranks from these, never from the
     /// text itself, so a corpus whose text is not loaded ranks the same.
     pub features: TextFeatures,
@@ -110,6 +114,15 @@ impl Corpus {
                 }
             }
         }
+        let mut acronyms = BTreeSet::new();
+        for name in by_symbol.keys().map(String::as_str).chain(
+            data.files
+                .iter()
+                .map(|f| f.path.rsplit('/').next().unwrap_or(&f.path)),
+        ) {
+            let base = name.split('.').next().unwrap_or(name);
+            acronyms.extend(acronyms_of(base));
+        }
         let mut by_file_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         let mut by_base_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for f in &data.files {
@@ -153,6 +166,7 @@ impl Corpus {
             in_edges,
             call_chain_of,
             callable_vocabulary,
+            acronyms,
             features,
         }
     }
@@ -198,5 +212,28 @@ impl Corpus {
             return None;
         }
         Some(q.iter().zip(v).map(|(a, b)| (a - b) * (a - b)).sum())
+    }
+}
+
+/// The all-capital parts (3 to 6 letters) of an identifier, lower case.
+fn acronyms_of(name: &str) -> Vec<String> {
+    identifier_parts(name)
+        .into_iter()
+        .filter(|p| (3..=6).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphabetic()))
+        .filter(|p| name.contains(&p.to_uppercase()))
+        .collect()
+}
+
+#[cfg(test)]
+mod acronym_tests {
+    use super::acronyms_of;
+
+    #[test]
+    fn capital_parts_only() {
+        assert_eq!(acronyms_of("CIC"), vec!["cic"]);
+        assert_eq!(acronyms_of("FFTPeriodicSolver"), vec!["fft"]);
+        assert_eq!(acronyms_of("HaloCells"), Vec::<String>::new());
+        assert_eq!(acronyms_of("MPI_Comm"), vec!["mpi"]);
+        assert_eq!(acronyms_of("ID"), Vec::<String>::new());
     }
 }

@@ -218,9 +218,14 @@ pub fn retrieve(
     query_vector: Option<&[f32]>,
     settings: &RetrievalSettings,
 ) -> Result<Retrieval, CoreError> {
-    let signals = QuerySignals::extract(question, corpus);
+    let mut signals = QuerySignals::extract(question, corpus);
+    if settings.expand_acronyms {
+        signals.expand_acronyms(question, corpus);
+    }
     let route = route(question, &signals);
     let data = &corpus.data;
+    let feedback = dense_feedback(corpus, query_vector, settings)?;
+    let query_vector = feedback.as_deref().or(query_vector);
 
     // ---- candidate pool (Table 3) ----
     let mut pool: Vec<Candidate> = Vec::new();
@@ -556,6 +561,38 @@ pub fn retrieve(
 }
 
 /// The lexical/metadata score and its penalty part.
+/// The query vector moved towards the mean of its nearest chunks
+/// (Rocchio feedback on the vectors alone, so the browser computes the same
+/// vector from the same shards), renormalised. None when off or without
+/// vectors.
+fn dense_feedback(
+    corpus: &Corpus,
+    query: Option<&[f32]>,
+    settings: &RetrievalSettings,
+) -> Result<Option<Vec<f32>>, CoreError> {
+    let (Some(v), Some(q)) = (&corpus.vectors, query) else {
+        return Ok(None);
+    };
+    if settings.dense_feedback_docs == 0 {
+        return Ok(None);
+    }
+    let hits = v.search(q, settings.dense_feedback_docs, settings.exact_search_below)?;
+    let docs: Vec<Vec<f32>> = hits.iter().filter_map(|h| v.vector(h.chunk)).collect();
+    if docs.is_empty() {
+        return Ok(None);
+    }
+    let w = settings.dense_feedback_weight / docs.len() as f32;
+    let mut out = q.to_vec();
+    for d in &docs {
+        for (o, x) in out.iter_mut().zip(d) {
+            *o += w * x;
+        }
+    }
+    let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    out.iter_mut().for_each(|x| *x /= norm);
+    Ok(Some(out))
+}
+
 fn lexical_score(
     corpus: &Corpus,
     c: &Chunk,

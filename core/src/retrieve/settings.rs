@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::CoreError;
+
 /// How dense and keyword ranks are combined.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
@@ -71,6 +73,15 @@ pub struct RetrievalSettings {
     /// Test/example/build chunks are removed unless the question asks
     /// about tests or the build.
     pub filter_test_build_noise: bool,
+    /// Dense pseudo-relevance feedback: the query vector moves towards the
+    /// mean of its this many nearest chunks before the dense search (0: off).
+    pub dense_feedback_docs: usize,
+    /// Weight of that mean against the query vector.
+    pub dense_feedback_weight: f32,
+    /// Add to the keyword query the index's acronyms that the question
+    /// spells out ("cloud-in-cell" → `CIC`), when the index spells them
+    /// out too.
+    pub expand_acronyms: bool,
 }
 
 impl Default for RetrievalSettings {
@@ -99,6 +110,55 @@ impl Default for RetrievalSettings {
             supplementary_k: 3,
             max_symbol_injections: 2,
             filter_test_build_noise: true,
+            dense_feedback_docs: 0,
+            dense_feedback_weight: 0.5,
+            expand_acronyms: true,
         }
+    }
+}
+
+impl RetrievalSettings {
+    /// These settings with the keys of a JSON object put over them (`{}`
+    /// changes nothing): how the browser applies a page's own settings on
+    /// top of the ones the site was built with. Unknown keys are an error.
+    pub fn with_overrides(&self, json: &str) -> Result<Self, CoreError> {
+        let bad = |e: serde_json::Error| CoreError::Settings {
+            message: e.to_string(),
+        };
+        let over: serde_json::Value = serde_json::from_str(json).map_err(bad)?;
+        let serde_json::Value::Object(over) = over else {
+            return Err(CoreError::Settings {
+                message: "expected a JSON object".into(),
+            });
+        };
+        let mut base = serde_json::to_value(self).map_err(bad)?;
+        if let serde_json::Value::Object(map) = &mut base {
+            map.extend(over);
+        }
+        serde_json::from_value(base).map_err(bad)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_replace_only_the_keys_given() {
+        let base = RetrievalSettings {
+            k: 5,
+            fusion: Fusion::Rrf,
+            ..RetrievalSettings::default()
+        };
+        assert_eq!(base.with_overrides("{}").unwrap(), base);
+        let o = base.with_overrides(r#"{"k": 3}"#).unwrap();
+        assert_eq!(o.k, 3);
+        assert_eq!(o.fusion, Fusion::Rrf);
+        assert!(matches!(
+            base.with_overrides(r#"{"kk": 3}"#),
+            Err(CoreError::Settings { .. })
+        ));
+        assert!(base.with_overrides("[1]").is_err());
+        assert!(base.with_overrides("not json").is_err());
     }
 }

@@ -120,6 +120,49 @@ fn raw_words(question: &str) -> Vec<String> {
         .collect()
 }
 
+/// Acronyms of the index that the question spells out: the initials of 3
+/// to 5 consecutive words ("cloud-in-cell" → `cic`, "fast Fourier
+/// transform" → `fft`) that the index's names are written with, and that
+/// the index itself spells out: some chunk holds the acronym together with
+/// every content word of the phrase (a comment "Cloud-in-Cell" beside
+/// `CIC`). Initials that merely coincide with a name are not taken.
+fn spelled_out_acronyms(question: &str, corpus: &Corpus) -> Vec<String> {
+    let words: Vec<&str> = question
+        .split(|c: char| c.is_whitespace() || c == '-' || c == '/')
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for n in 3..=5 {
+        for w in words.windows(n) {
+            if !w.iter().all(|x| x.chars().all(char::is_alphabetic)) {
+                continue;
+            }
+            let a: String = w
+                .iter()
+                .filter_map(|x| x.chars().next())
+                .flat_map(char::to_lowercase)
+                .collect();
+            if out.contains(&a) || !corpus.acronyms.contains(&a) {
+                continue;
+            }
+            let content: Vec<String> = w.iter().flat_map(|x| tokenize(x)).collect();
+            if content.len() < 2 {
+                continue;
+            }
+            let spelled = corpus
+                .lexical
+                .chunks_with(&a)
+                .into_iter()
+                .any(|c| content.iter().all(|t| corpus.lexical.chunk_has_term(t, c)));
+            if spelled {
+                out.push(a);
+            }
+        }
+    }
+    out
+}
+
 /// Sentence-initial capitals are not evidence of a name.
 fn is_name_shaped(word: &str, position: usize) -> bool {
     looks_like_code(word)
@@ -133,6 +176,16 @@ fn is_name_shaped(word: &str, position: usize) -> bool {
 }
 
 impl QuerySignals {
+    /// Add the index's acronyms that the question spells out to the
+    /// keyword tokens (`RetrievalSettings::expand_acronyms`).
+    pub fn expand_acronyms(&mut self, question: &str, corpus: &Corpus) {
+        for a in spelled_out_acronyms(question, corpus) {
+            if !self.tokens.contains(&a) {
+                self.tokens.push(a);
+            }
+        }
+    }
+
     /// Read a question against the corpus.
     pub fn extract(question: &str, corpus: &Corpus) -> Self {
         let lower = question.to_lowercase();

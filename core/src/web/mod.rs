@@ -37,7 +37,7 @@ pub use tables::{base_name, Tables};
 /// Magic number at the start of every shard.
 pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// Version of the web layout; bumped on any incompatible change.
-pub const WEB_FORMAT_VERSION: u32 = 2;
+pub const WEB_FORMAT_VERSION: u32 = 3;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard: about 8–16 KiB compressed, so a query
@@ -141,6 +141,10 @@ pub struct WebManifest {
     pub model_files: Vec<ModelFile>,
     /// Every shard.
     pub shards: Vec<ShardInfo>,
+    /// The retrieval settings the site ranks with: the index's, or those of
+    /// the configuration given to `codegloss site`, so that the browser
+    /// ranks exactly like `codegloss query` on the same index.
+    pub retrieval: crate::retrieve::RetrievalSettings,
 }
 
 impl WebManifest {
@@ -368,6 +372,9 @@ impl EntityText {
     /// `doc_comment` goes too: retrieval reads the `documented` bit of the
     /// text features instead.
     fn take(e: &mut Entity) -> Self {
+        // Concept text only feeds the keyword index and the vectors, which
+        // the web layout ships already built: it is not shipped at all.
+        e.concepts.clear();
         EntityText {
             id: e.id,
             gloss: std::mem::take(&mut e.gloss.text),
@@ -619,6 +626,7 @@ pub fn build_site_index(
             embedding: manifest.embedding.clone(),
             model_files: Vec::new(),
             shards: infos,
+            retrieval: manifest.retrieval.clone().unwrap_or_default(),
         },
         files,
     })

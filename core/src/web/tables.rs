@@ -553,6 +553,9 @@ impl Tables {
                     source: en.gloss_source[i],
                     model: en.gloss_model[i].clone(),
                 },
+                // Concept text only feeds the keyword index and the
+                // vectors, which the web layout ships already built.
+                concepts: String::new(),
             });
         }
         let decoded = en
