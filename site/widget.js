@@ -401,6 +401,7 @@ class CodeglossSearch extends HTMLElement {
       ),
       answerText,
       answerError,
+      h('div', { class: 'cg-support', 'data-testid': 'cg-support', hidden: true }),
       h('div', { class: 'cg-sources', hidden: true }),
     );
 
@@ -460,6 +461,7 @@ class CodeglossSearch extends HTMLElement {
       answerText,
       answerError,
       sources: answer.querySelector('.cg-sources'),
+      support: answer.querySelector('.cg-support'),
       evidence,
       evidenceHeading: evidence.querySelector('.cg-heading'),
       cards,
@@ -972,6 +974,8 @@ class CodeglossSearch extends HTMLElement {
     el.answerError.hidden = true;
     el.answerError.replaceChildren();
     el.sources.hidden = true;
+    el.support.hidden = true;
+    el.support.replaceChildren();
     el.sources.replaceChildren();
     this.#send({ type: 'ask', id, query, settings });
     this.#setStatus(this.#ready ? 'Finding evidence…' : 'Loading index…', 'asking');
@@ -996,6 +1000,7 @@ class CodeglossSearch extends HTMLElement {
         answer.text = String(msg.text ?? answer.text);
         answer.citations = Array.isArray(msg.citations) ? msg.citations : [];
         answer.invalid = new Set(Array.isArray(msg.invalid) ? msg.invalid : []);
+        answer.support = msg.support && typeof msg.support === 'object' ? msg.support : null;
         this.#finishAnswer('done');
         break;
       }
@@ -1029,6 +1034,7 @@ class CodeglossSearch extends HTMLElement {
       if (answer.id === this.#latestId || this.#cardsOwner === answer.id) this.#setStatus('The answer failed.', 'error');
     } else {
       this.#renderSources();
+      this.#renderSupport();
       if (this.#cardsOwner === answer.id) this.#setStatus(`Answered in ${seconds} s.`, 'answered');
     }
     el.answer.dataset.state = state;
@@ -1112,6 +1118,33 @@ class CodeglossSearch extends HTMLElement {
   }
 
   /** The cited cards, in citation order; locations come from the cards themselves. */
+  /** What the evidence does not back: sentences given an inferred source or none, and names no card shows. */
+  #renderSupport() {
+    const el = this.#el.support;
+    const s = this.#answer.support;
+    const sentences = Array.isArray(s?.sentences) ? s.sentences : [];
+    const inferred = sentences.filter((x) => Number.isInteger(x?.inferred) && this.#answer.cards.has(x.inferred));
+    const unsupported = sentences.filter((x) => x?.unsupported === true);
+    const unknown = Array.isArray(s?.unknown_identifiers) ? s.unknown_identifiers.map(String) : [];
+    const items = [];
+    if (inferred.length) {
+      items.push(h('li', { class: 'cg-support-inferred' },
+        `${inferred.length} sentence${inferred.length === 1 ? '' : 's'} without a citation restate `,
+        ...inferred.flatMap((x, i) => [i ? ', ' : '', h('a', { class: 'cg-cite', href: `#cg-card-${x.inferred}` }, `[${x.inferred}]`)])));
+    }
+    if (unsupported.length) {
+      items.push(h('li', { class: 'cg-support-unsupported' },
+        `${unsupported.length} sentence${unsupported.length === 1 ? '' : 's'} match no evidence card: `,
+        ...unsupported.flatMap((x, i) => [i ? ' ' : '', h('q', {}, String(x.text))])));
+    }
+    if (unknown.length) {
+      items.push(h('li', { class: 'cg-support-unknown' }, 'Names no evidence card shows: ',
+        ...unknown.flatMap((name, i) => [i ? ', ' : '', h('code', {}, name)])));
+    }
+    el.hidden = items.length === 0;
+    el.replaceChildren(...(items.length ? [h('h3', { class: 'cg-heading' }, 'Check'), h('ul', {}, ...items)] : []));
+  }
+
   #renderSources() {
     const answer = this.#answer;
     const numbers = [...new Set(answer.citations.map((c) => Number(c?.n ?? c)))];

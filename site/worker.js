@@ -237,10 +237,10 @@ async function handleAsk(id, query, settings) {
   } finally {
     answering.delete(id);
   }
-  const checked = JSON.parse(Engine.citations(reply.text, JSON.stringify(prompt.context)));
+  const checked = JSON.parse(Engine.citations(reply.text, query, JSON.stringify(prompt.context)));
   post({
     type: 'answer-done', id, text: reply.text, citations: checked.citations, invalid: checked.invalid,
-    cited_share: checked.cited_share, prompt_tokens: reply.prompt_tokens, completion_tokens: reply.completion_tokens,
+    cited_share: checked.cited_share, support: checked.support, prompt_tokens: reply.prompt_tokens, completion_tokens: reply.completion_tokens,
   });
 }
 

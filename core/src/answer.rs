@@ -55,6 +55,23 @@ pub struct Context {
     pub dropped_for_budget: usize,
 }
 
+/// A code fence that text cannot close from inside: one backtick longer
+/// than the longest run of backticks in `text`, and at least three
+/// (CommonMark closes a fence only with a run at least as long).
+pub fn fence_for(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for ch in text.chars() {
+        if ch == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
 /// The fence language for a chunk's code.
 pub fn fence_language(path: &str) -> &'static str {
     match path.rsplit('.').next().unwrap_or("") {
@@ -99,7 +116,9 @@ fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str, lines: (u3
         // raised the nuggets present in the context (0.644 -> 0.680 on the
         // IPPL dev split) but lowered the nuggets in Qwen2.5-Coder-1.5B's
         // answers on 33 of those questions (0.236 -> 0.158), so it stays.
-        let g = e.gloss.text.trim();
+        // A file's structural gloss is bookkeeping for retrieval; the
+        // answer model gets the file's facts instead (`facts`).
+        let g = crate::facts::answer_explanation(corpus, e);
         s.push_str(&format!("explanation: {}\n", g));
     }
     let refs: Vec<String> = corpus.out_edges[c.entity as usize]
@@ -118,8 +137,9 @@ fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str, lines: (u3
         s.push_str(&format!("references: {}\n", refs.join("; ")));
     }
     if !code.trim().is_empty() && e.kind != EntityKind::Module {
+        let fence = fence_for(code);
         s.push_str(&format!(
-            "```{}\n{}\n```\n",
+            "{fence}{}\n{}\n{fence}\n",
             fence_language(&c.path),
             code.trim_end()
         ));
@@ -474,16 +494,20 @@ pub fn file_context(
             .map(|c| c.code.as_str())
             .collect();
         let n = chunks.len() as u32 + 1;
-        let head = format!("[{n}] {path} (whole file)\n```{}\n", fence_language(path));
+        let fence = fence_for(&body.concat());
+        let head = format!(
+            "[{n}] {path} (whole file)\n{fence}{}\n",
+            fence_language(path)
+        );
         let lines: Vec<&str> = body.iter().flat_map(|b| b.lines()).collect();
         let left = budget.saturating_sub(tokens);
         let lo = leading_lines_that_fit(lines.len(), |k| {
-            count(&format!("{head}{}\n```\n", lines[..k].join("\n"))) <= left
+            count(&format!("{head}{}\n{fence}\n", lines[..k].join("\n"))) <= left
         });
         if lo == 0 {
             break;
         }
-        let block = format!("{head}{}\n```\n", lines[..lo].join("\n"));
+        let block = format!("{head}{}\n{fence}\n", lines[..lo].join("\n"));
         tokens += count(&block);
         text.push_str(&block);
         text.push('\n');
@@ -634,7 +658,7 @@ pub struct CitationReport {
 }
 
 /// Citation numbers in a text: `[3]`, `[1, 2]`, `[1][4]`.
-fn numbers_in(text: &str) -> Vec<u32> {
+pub(crate) fn numbers_in(text: &str) -> Vec<u32> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(a) = rest.find('[') {
@@ -656,7 +680,7 @@ fn numbers_in(text: &str) -> Vec<u32> {
 
 /// Sentences of an answer: split at `.`, `!`, `?` followed by whitespace,
 /// and at line breaks; code fences and blank pieces are skipped.
-fn sentences(answer: &str) -> Vec<String> {
+pub(crate) fn sentences(answer: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut in_fence = false;
     for line in answer.lines() {

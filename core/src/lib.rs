@@ -15,11 +15,13 @@
 pub mod answer;
 pub mod embed;
 pub mod error;
+pub mod facts;
 pub mod format;
 pub mod lexical;
 pub mod model;
 pub mod query;
 pub mod retrieve;
+pub mod support;
 pub mod text;
 pub mod vectors;
 pub mod web;

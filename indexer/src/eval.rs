@@ -234,7 +234,38 @@ pub fn answer_summary(rows: &[serde_json::Value]) -> serde_json::Value {
         serde_json::json!({"n": v.len(), "p50": percentile(&v, 50.0), "p95": percentile(&v, 95.0)})
     };
     let round = |x: f64| (x * 10_000.0).round() / 10_000.0;
+    let supported = answered
+        .iter()
+        .filter(|r| {
+            r["citations"].as_array().is_some_and(|c| !c.is_empty())
+                || r["support"]["inferred"].as_u64().is_some_and(|n| n > 0)
+        })
+        .count();
+    let (sentences, unsupported) = answered.iter().fold((0u64, 0u64), |(s, u), r| {
+        (
+            s + r["support"]["sentences"].as_u64().unwrap_or(0),
+            u + r["support"]["unsupported"].as_u64().unwrap_or(0),
+        )
+    });
+    let unknown = answered
+        .iter()
+        .filter(|r| {
+            r["support"]["unknown_identifiers"]
+                .as_array()
+                .is_some_and(|u| !u.is_empty())
+        })
+        .count();
+    let share = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            round(a as f64 / b as f64)
+        }
+    };
     serde_json::json!({
+        "with_cited_or_inferred_source": share(supported, n),
+        "unsupported_sentence_share": share(unsupported as usize, sentences as usize),
+        "with_unknown_identifiers": share(unknown, n),
         "answered": n,
         "errors": rows.iter().filter(|r| r["error"].is_string()).count(),
         "with_valid_citation": if n == 0 { 0.0 } else { round(cited as f64 / n as f64) },
@@ -252,8 +283,10 @@ mod tests {
     #[test]
     fn answer_summary_counts_citations_and_percentiles() {
         let rows = vec![
-            serde_json::json!({"answer": "a [1]", "citations": [{"n": 1}], "cited_sentence_share": 1.0, "latency_seconds": 2.0, "prompt_tokens": 100, "completion_tokens": 10}),
-            serde_json::json!({"answer": "b", "citations": [], "cited_sentence_share": 0.0, "latency_seconds": 4.0, "prompt_tokens": 300, "completion_tokens": 30}),
+            serde_json::json!({"answer": "a [1]", "citations": [{"n": 1}], "cited_sentence_share": 1.0, "latency_seconds": 2.0, "prompt_tokens": 100, "completion_tokens": 10,
+                "support": {"sentences": 3, "inferred": 0, "unsupported": 1, "unknown_identifiers": ["X::y"]}}),
+            serde_json::json!({"answer": "b", "citations": [], "cited_sentence_share": 0.0, "latency_seconds": 4.0, "prompt_tokens": 300, "completion_tokens": 30,
+                "support": {"sentences": 1, "inferred": 1, "unsupported": 0, "unknown_identifiers": []}}),
             serde_json::json!({"answer": null, "error": "timeout"}),
         ];
         let s = answer_summary(&rows);
@@ -261,6 +294,9 @@ mod tests {
         assert_eq!(s["errors"], 1);
         assert_eq!(s["with_valid_citation"], 0.5);
         assert_eq!(s["mean_cited_sentence_share"], 0.5);
+        assert_eq!(s["with_cited_or_inferred_source"], 1.0);
+        assert_eq!(s["unsupported_sentence_share"], 0.25);
+        assert_eq!(s["with_unknown_identifiers"], 0.5);
         assert_eq!(s["latency_seconds"]["p50"], 2.0);
         assert_eq!(s["latency_seconds"]["p95"], 4.0);
         assert_eq!(s["prompt_tokens"]["n"], 2);

@@ -1251,6 +1251,7 @@ fn run_eval(dir: &Path, run: EvalRun<'_>) -> Result<()> {
                     let report = check_citations(a, &ctx);
                     row["citations"] = serde_json::json!(report.citations);
                     row["cited_sentence_share"] = serde_json::json!(report.cited_share);
+                    row["support"] = support_json(a, text, &ctx);
                 }
             } else {
                 let messages = RETRIEVAL_ANSWER_V2.render(text, &ctx);
@@ -1269,6 +1270,7 @@ fn run_eval(dir: &Path, run: EvalRun<'_>) -> Result<()> {
                         row["answer"] = serde_json::json!(a.text);
                         row["citations"] = serde_json::json!(report.citations);
                         row["cited_sentence_share"] = serde_json::json!(report.cited_share);
+                        row["support"] = support_json(&a.text, text, &ctx);
                         row["prompt_tokens"] = serde_json::json!(a.prompt_tokens);
                         row["completion_tokens"] = serde_json::json!(a.completion_tokens);
                         row["nugget_recall"] = serde_json::json!(nr);
@@ -1386,6 +1388,25 @@ fn run_eval(dir: &Path, run: EvalRun<'_>) -> Result<()> {
     Ok(())
 }
 
+/// The evidence support of an answer, as recorded per question by `eval
+/// --answer`: citations inferred for uncited sentences, sentences nothing
+/// supports, identifiers the context never shows.
+fn support_json(
+    answer: &str,
+    question: &str,
+    ctx: &codegloss_core::answer::Context,
+) -> serde_json::Value {
+    let s = codegloss_core::support::check_support(answer, question, ctx);
+    serde_json::json!({
+        "sentences": s.sentences.len(),
+        "inferred": s.inferred,
+        "unsupported": s.unsupported,
+        "unsupported_share": s.unsupported_share,
+        "unsupported_sentences": s.sentences.iter().filter(|x| x.unsupported).map(|x| &x.text).collect::<Vec<_>>(),
+        "unknown_identifiers": s.unknown_identifiers,
+    })
+}
+
 fn print_answer_summary(a: &serde_json::Value) {
     let p = |k: &str| format!("p50 {} p95 {} (n {})", a[k]["p50"], a[k]["p95"], a[k]["n"]);
     out!(
@@ -1394,6 +1415,12 @@ fn print_answer_summary(a: &serde_json::Value) {
         a["errors"],
         a["with_valid_citation"],
         a["mean_cited_sentence_share"]
+    );
+    out!(
+        "  support: with a cited or inferred source {}; unsupported sentences {} of all; answers naming identifiers the context lacks {}",
+        a["with_cited_or_inferred_source"],
+        a["unsupported_sentence_share"],
+        a["with_unknown_identifiers"]
     );
     out!("  latency seconds   {}", p("latency_seconds"));
     out!("  prompt tokens     {}", p("prompt_tokens"));
@@ -1488,6 +1515,7 @@ fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: boo
     match result {
         Ok(answer) => {
             let report = check_citations(&answer.text, &context);
+            let support = codegloss_core::support::check_support(&answer.text, question, &context);
             if json {
                 let v = serde_json::json!({
                     "question": question,
@@ -1495,6 +1523,7 @@ fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: boo
                     "citations": report.citations,
                     "invalid_citations": report.invalid,
                     "cited_sentence_share": report.cited_share,
+                    "support": support,
                     "context": context.chunks,
                     "context_tokens": context.tokens,
                     "context_files": r.files(&corpus),
@@ -1520,6 +1549,24 @@ fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: boo
                 out!(
                     "warning: the answer cites {:?}, which name no context excerpt",
                     report.invalid
+                );
+            }
+            for s in &support.sentences {
+                if let Some(n) = s.inferred {
+                    out!("source inferred: [{n}] for \"{}\"", s.text);
+                } else if s.unsupported {
+                    out!("unsupported (no excerpt says this): \"{}\"", s.text);
+                }
+            }
+            if !support.unknown_identifiers.is_empty() {
+                out!(
+                    "warning: the answer names {}, which no excerpt shows",
+                    support
+                        .unknown_identifiers
+                        .iter()
+                        .map(|i| format!("`{i}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
             }
             out!(

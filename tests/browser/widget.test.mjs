@@ -367,9 +367,22 @@ check('answer', async () => {
       href: a.getAttribute('href'),
       target: Boolean(root.getElementById(a.getAttribute('href').slice(1))),
     }));
-    return { text: root.querySelector('[data-testid="cg-answer-text"]').textContent, links, live: panel.getAttribute('aria-live') };
+    const support = root.querySelector('[data-testid="cg-support"]');
+    return {
+      text: root.querySelector('[data-testid="cg-answer-text"]').textContent,
+      links,
+      live: panel.getAttribute('aria-live'),
+      support: support && {
+        hidden: support.hidden,
+        text: support.textContent,
+        links: [...support.querySelectorAll('a')].map((a) => Boolean(root.getElementById(a.getAttribute('href').slice(1)))),
+      },
+    };
   });
   if (!answer.text.trim()) fail('the finished answer is empty');
+  if (!answer.support) fail('the answer panel has no support check');
+  if (!answer.support.hidden && !answer.support.text.startsWith('Check')) fail(`the support check reads ${JSON.stringify(answer.support.text)}`);
+  if (answer.support.links.some((ok) => !ok)) fail('a support link goes to no card');
   if (answer.live !== 'polite') fail(`the answer panel has aria-live=${answer.live}, expected "polite"`);
   for (const link of answer.links) {
     if (!/^#cg-card-\d+$/.test(link.href)) fail(`an answer link goes to ${link.href}, not to a card`);
@@ -388,7 +401,7 @@ check('answer', async () => {
     if (!ok) fail(`clicking citation ${href} did not open and focus its card`);
   }
   console.log(
-    `  answer: ${answer.text.trim().length} chars, grew ${lengths.length} times while streaming, ${answer.links.length} citation link(s)`,
+    `  answer: ${answer.text.trim().length} chars, grew ${lengths.length} times while streaming, ${answer.links.length} citation link(s); check: ${answer.support.hidden ? 'nothing flagged' : answer.support.text.slice(0, 160)}`,
   );
   await screenshot(page, 'answer.png');
 });

@@ -308,3 +308,43 @@ fn query_snapshots_one_per_intent() {
         insta::assert_yaml_snapshot!(format!("query_{name}"), v);
     }
 }
+
+/// A question that spells out an acronym the index's names use, and that
+/// the index itself spells out beside it (a doc comment "Cloud-in-cell
+/// weights" on `CIC`), searches for the acronym too; initials that merely
+/// coincide with a name (`PSD`, never spelled out) do not.
+#[test]
+fn spelled_out_acronyms_join_the_keyword_query() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/CIC.h"),
+        "#pragma once\n/// Cloud-in-cell weights for depositing particle charge on the grid.\nstruct CIC {\n  double weight(double x) const { return 1.0 - x; }\n};\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("src/Spectrum.h"),
+        "#pragma once\n/// Estimates a spectrum.\nstruct PSD {\n  double value(double k) const { return k * k; }\n};\n",
+    )
+    .unwrap();
+    let out = build::build_index(dir.path(), &Config::default(), &ProgressBar::hidden()).unwrap();
+    let lexical = LexicalIndex::build(&out.data, FieldWeights::default());
+    let corpus = Corpus::new(out.data, None, lexical);
+    assert!(corpus.acronyms.contains("cic") && corpus.acronyms.contains("psd"));
+    let q = "How are cloud-in-cell weights computed?";
+    let mut s = codegloss_core::retrieve::QuerySignals::extract(q, &corpus);
+    assert!(!s.tokens.contains(&"cic".to_string()));
+    s.expand_acronyms(q, &corpus);
+    assert!(s.tokens.contains(&"cic".to_string()), "{:?}", s.tokens);
+    let q = "What does the particle spectrum density say?";
+    let mut s = codegloss_core::retrieve::QuerySignals::extract(q, &corpus);
+    s.expand_acronyms(q, &corpus);
+    assert!(!s.tokens.contains(&"psd".to_string()), "{:?}", s.tokens);
+    // With the acronym the CIC header ranks first.
+    let q = "How are cloud-in-cell weights computed?";
+    let r = retrieve(&corpus, q, None, &RetrievalSettings::default()).unwrap();
+    assert_eq!(
+        corpus.data.chunks[r.chunks[0].chunk as usize].path,
+        "src/CIC.h"
+    );
+}

@@ -270,12 +270,16 @@ impl Engine {
     }
 
     /// Check an answer's citations against the `context` that
-    /// [`Engine::prompt`] returned, JSON: `{citations: [{n, path,
-    /// start_line, end_line}], invalid: [n], cited_share}`.
-    pub fn citations(answer: &str, context_json: &str) -> Result<String, JsError> {
+    /// [`Engine::prompt`] returned for `question`, JSON: `{citations: [{n,
+    /// path, start_line, end_line}], invalid: [n], cited_share, support}`
+    /// (`support`: `codegloss_core::support::SupportReport`: the source
+    /// inferred for each uncited sentence, the unsupported sentences, the
+    /// identifiers no excerpt shows).
+    pub fn citations(answer: &str, question: &str, context_json: &str) -> Result<String, JsError> {
         let context: Context =
             serde_json::from_str(context_json).map_err(|e| js_error("answer context", e))?;
         let report = check_citations(answer, &context);
+        let support = codegloss_core::support::check_support(answer, question, &context);
         let cited: Vec<Value> = report
             .citations
             .iter()
@@ -288,6 +292,7 @@ impl Engine {
             "citations": cited,
             "invalid": report.invalid,
             "cited_share": report.cited_share,
+            "support": support,
         })
         .to_string())
     }
