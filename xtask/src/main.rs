@@ -11,6 +11,8 @@
 //!   site in headless Chromium against the native CLI.
 //! - `cargo xtask bench explain --repo <dir> --questions <file>`: model
 //!   glosses against structural glosses, retrieval metrics per category.
+//! - `cargo xtask bench answers --index <dir>`: answers from the pipeline's
+//!   context against the `bm25-files` context (same model, prompt, budget).
 //! - `cargo xtask bench retrieval --repo <dir> [--variant name=config]`:
 //!   named and reworded questions on one index, with the `bm25-files`
 //!   baseline, per variant.
@@ -28,6 +30,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+mod bench_answers;
 mod bench_explain;
 mod bench_retrieval;
 mod llm;
@@ -108,6 +111,40 @@ enum Bench {
         /// Where to write the results JSON.
         #[arg(long, default_value = "target/bench/embed.json")]
         json: PathBuf,
+    },
+    /// Answers on the dev split from the pipeline's context and from the
+    /// `bm25-files` context (same model, prompt and budget), resumable:
+    /// nugget recall by category, citation and support shares, tokens,
+    /// latency, and a question-by-question sign test.
+    Answers {
+        /// Index to answer from.
+        #[arg(long)]
+        index: PathBuf,
+        /// Question file with nuggets.
+        #[arg(long, default_value = "../shared/bench/ippl/questions.jsonl")]
+        questions: PathBuf,
+        /// Split to answer.
+        #[arg(long, default_value = "dev")]
+        split: String,
+        /// Answer model served by `llm-server`.
+        #[arg(long, default_value = "qwen-coder-1.5b")]
+        model: String,
+        /// Loopback port of the server.
+        #[arg(long, default_value_t = 8090)]
+        port: u16,
+        /// Inference threads of the server.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Extra configuration appended to the benchmark's (for example an
+        /// `[answer]` budget); it must not repeat `[answer]` keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Leave the server running afterwards.
+        #[arg(long)]
+        keep_server: bool,
+        /// Folder of the answer files and the summary.
+        #[arg(long, default_value = "target/bench/answers")]
+        out: PathBuf,
     },
     /// Retrieval on named and reworded questions from one index (per
     /// variant), with the `bm25-files` baseline: overall and by category,
@@ -411,6 +448,30 @@ fn main() -> Result<()> {
         Cmd::Bench {
             which: Bench::Embed { repo, edit, json },
         } => bench_embed(&repo, &edit, &json),
+        Cmd::Bench {
+            which:
+                Bench::Answers {
+                    index,
+                    questions,
+                    split,
+                    model,
+                    port,
+                    threads,
+                    config,
+                    keep_server,
+                    out,
+                },
+        } => bench_answers::bench_answers(&bench_answers::Options {
+            index: &index,
+            questions: &questions,
+            split: &split,
+            model: &model,
+            port,
+            threads,
+            config: config.as_deref(),
+            keep_server,
+            out: &out,
+        }),
         Cmd::Bench {
             which:
                 Bench::Retrieval {
