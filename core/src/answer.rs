@@ -116,9 +116,12 @@ fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str, lines: (u3
         // raised the nuggets present in the context (0.644 -> 0.680 on the
         // IPPL dev split) but lowered the nuggets in Qwen2.5-Coder-1.5B's
         // answers on 33 of those questions (0.236 -> 0.158), so it stays.
-        // A file's structural gloss is bookkeeping for retrieval; the
-        // answer model gets the file's facts instead (`facts`).
-        let g = crate::facts::answer_explanation(corpus, e);
+        // The whole gloss. A file's facts composed from the graph instead
+        // (declarations, member functions, includes, the number of
+        // includers, no line count or includer list) lowered Qwen2.5-Coder
+        // 1.5B's nugget recall on 11 IPPL dev questions (0.273 -> 0.145),
+        // so the gloss stays as written.
+        let g = e.gloss.text.trim();
         s.push_str(&format!("explanation: {}\n", g));
     }
     let refs: Vec<String> = corpus.out_edges[c.entity as usize]

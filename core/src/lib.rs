@@ -15,7 +15,6 @@
 pub mod answer;
 pub mod embed;
 pub mod error;
-pub mod facts;
 pub mod format;
 pub mod lexical;
 pub mod model;
