@@ -21,6 +21,7 @@ pub mod explain;
 pub mod gloss;
 pub mod llm;
 pub mod macros;
+pub mod serve;
 pub mod site;
 pub mod store;
 pub mod vectorize;

@@ -298,7 +298,7 @@ fn main() {
             )
         })(),
         Command::Serve { dir, port, host } => (|| {
-            codegloss_indexer::site::serve(&dir, host, port)?;
+            codegloss_indexer::serve::serve(&dir, host, port)?;
             Ok(())
         })(),
         Command::ExplainPlan {
