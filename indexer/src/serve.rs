@@ -1,15 +1,448 @@
 //! `codegloss serve`: a small static file server for a site folder on
 //! loopback (ES modules, `fetch` and wasm do not work from `file://`).
-//! It is a reader's local server, so it is hardened as one: it serves only
-//! files whose resolved path stays inside the site folder, bounds what a
-//! slow or idle client can hold, and sets the site's Content-Security-Policy.
+//!
+//! It is a reader's local server, so it is hardened as one:
+//! - it serves only regular files whose resolved path (symbolic links
+//!   followed) stays inside the canonical site folder;
+//! - it answers only requests whose `Host` is a loopback name when it
+//!   listens on loopback (a page on another site cannot reach it through
+//!   DNS rebinding);
+//! - a slow or idle client cannot hold a slot: a request head must arrive
+//!   within [`HEAD_TIMEOUT`], an idle keep-alive connection is closed after
+//!   [`IDLE_TIMEOUT`], and at [`MAX_CONNECTIONS`] the longest-idle
+//!   connection is closed to make room; a new client that still finds no
+//!   room gets a 503, never silence;
+//! - it sends the site's Content-Security-Policy with every reply.
+//!
+//! Compressible files are gzipped once per version and kept in memory;
+//! `Range` requests are honoured on the file's own bytes.
+//!
+//! Each connection has its own thread and keeps alive (HTTP/1.1), as a
+//! browser expects of a static host. It does not use `tiny_http`, which
+//! this once did: under load, Chromium now and then left a request queued
+//! on its connections for minutes (the semantic-search files, in the
+//! browser tests), with one server thread or several.
 
-use std::net::{IpAddr, SocketAddr};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use codegloss_core::web::WEB_MANIFEST;
 
 use crate::error::IndexError;
+use crate::site::content_security_policy;
+
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 256;
+/// Time a client has to send a whole request head, from its first byte.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time an open connection may wait for its next request.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15);
+/// Largest request head accepted.
+const MAX_HEAD: usize = 32 * 1024;
+/// Largest total of gzipped bodies kept in memory.
+const GZIP_CACHE_BYTES: usize = 64 << 20;
+
+/// Serve a site folder over HTTP until the process ends. Logs one line
+/// per request to stderr; prints the URL on stdout.
+pub fn serve(root: &Path, host: IpAddr, port: u16) -> Result<(), IndexError> {
+    let server = Arc::new(Server::new(root, host)?);
+    let addr = SocketAddr::new(host, port);
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| IndexError::Site {
+        message: format!("cannot listen on {addr}: {e}"),
+    })?;
+    let local = listener
+        .local_addr()
+        .map_or_else(|_| addr.to_string(), |a| a.to_string());
+    eprintln!(
+        "serving {} on http://{local}/ (Ctrl-C stops)",
+        server.root.display()
+    );
+    // The URL on stdout, for scripts that start the server.
+    println!("http://{local}/");
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let Some(id) = server.admit(&stream) else {
+            refuse(stream);
+            continue;
+        };
+        let server = server.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = server.connection(id, stream) {
+                log::debug!("connection ended: {e}");
+            }
+            server.leave(id);
+        });
+    }
+    Ok(())
+}
+
+/// Answer a client for which there is no room with a 503, without
+/// waiting on it (the reply fits in the socket's send buffer).
+fn refuse(mut stream: TcpStream) {
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let mut reply = Reply::text(503, "the server is busy; try again");
+    reply.headers.push(("Retry-After", "1".into()));
+    let _ = stream.write_all(&reply.bytes(false, false));
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+/// What one open connection is doing, for the choice of whom to close.
+struct Slot {
+    /// A handle to close it from outside its thread.
+    stream: TcpStream,
+    /// Since when it has been waiting on the client; `None` while a reply
+    /// is being written.
+    waiting_since: Option<Instant>,
+}
+
+/// The state shared by all connection threads.
+struct Server {
+    root: PathBuf,
+    csp: String,
+    /// `Host` values answered; empty: any (not listening on loopback).
+    hosts: Vec<String>,
+    slots: Mutex<(u64, HashMap<u64, Slot>)>,
+    /// Gzipped bodies by path, with the validator of the version they are of.
+    gzipped: Mutex<GzipCache>,
+}
+
+#[derive(Default)]
+struct GzipCache {
+    bytes: usize,
+    entries: HashMap<PathBuf, (String, Arc<Vec<u8>>)>,
+}
+
+impl Server {
+    fn new(root: &Path, host: IpAddr) -> Result<Self, IndexError> {
+        let root = root.canonicalize().map_err(|e| IndexError::io(root, e))?;
+        if !root.join("index").join(WEB_MANIFEST).is_file() {
+            return Err(IndexError::Site {
+                message: format!(
+                    "{} is not a codegloss site (no index/{WEB_MANIFEST}); write one with `codegloss index <repo> --out <index> --site <dir>`",
+                    root.display()
+                ),
+            });
+        }
+        let csp = site_policy(&root);
+        let hosts = if host.is_loopback() {
+            let mut h: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
+                .iter()
+                .map(|s| (*s).to_string())
+                .collect();
+            h.push(match host {
+                IpAddr::V4(a) => a.to_string(),
+                IpAddr::V6(a) => format!("[{a}]"),
+            });
+            h
+        } else {
+            Vec::new()
+        };
+        Ok(Server {
+            root,
+            csp,
+            hosts,
+            slots: Mutex::new((0, HashMap::new())),
+            gzipped: Mutex::new(GzipCache::default()),
+        })
+    }
+
+    /// Take a slot for a new connection, closing the longest-waiting
+    /// connection when all are taken. `None` when every connection is
+    /// writing a reply.
+    fn admit(&self, stream: &TcpStream) -> Option<u64> {
+        let handle = stream.try_clone().ok()?;
+        let mut guard = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let (next, slots) = &mut *guard;
+        if slots.len() >= MAX_CONNECTIONS {
+            let oldest = slots
+                .iter()
+                .filter_map(|(id, s)| s.waiting_since.map(|t| (t, *id)))
+                .min()
+                .map(|(_, id)| id)?;
+            if let Some(slot) = slots.remove(&oldest) {
+                // Its thread sees the end of its stream and stops.
+                let _ = slot.stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        *next += 1;
+        slots.insert(
+            *next,
+            Slot {
+                stream: handle,
+                waiting_since: Some(Instant::now()),
+            },
+        );
+        Some(*next)
+    }
+
+    fn leave(&self, id: u64) {
+        let mut guard = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.1.remove(&id);
+    }
+
+    /// Mark a connection as waiting on its client (`true`) or replying.
+    fn set_waiting(&self, id: u64, waiting: bool) {
+        let mut guard = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = guard.1.get_mut(&id) {
+            slot.waiting_since = waiting.then(Instant::now);
+        }
+    }
+
+    /// Serve the requests of one connection until it closes, idles out or
+    /// is closed to make room.
+    fn connection(&self, id: u64, mut stream: TcpStream) -> std::io::Result<()> {
+        stream.set_nodelay(true)?;
+        stream.set_write_timeout(Some(IDLE_TIMEOUT))?;
+        let mut buf: Vec<u8> = Vec::new();
+        let mut chunk = [0u8; 8192];
+        loop {
+            self.set_waiting(id, true);
+            // The head's clock starts with its first byte (or now, when
+            // bytes of it are already here).
+            let mut started = (!buf.is_empty()).then(Instant::now);
+            let head = loop {
+                match parse_head(&buf) {
+                    Ok(Some(head)) => break head,
+                    Ok(None) if buf.len() < MAX_HEAD => {}
+                    Ok(None) => return self.reject(&mut stream, 431, "request head too large"),
+                    Err(why) => return self.reject(&mut stream, 400, &why),
+                }
+                let wait = match started {
+                    None => IDLE_TIMEOUT,
+                    Some(t) => match HEAD_TIMEOUT.checked_sub(t.elapsed()) {
+                        Some(left) if !left.is_zero() => left,
+                        _ => return self.reject(&mut stream, 408, "request head too slow"),
+                    },
+                };
+                stream.set_read_timeout(Some(wait))?;
+                let n = match stream.read(&mut chunk) {
+                    Ok(n) => n,
+                    Err(e) if is_timeout(&e) && started.is_some() => {
+                        return self.reject(&mut stream, 408, "request head too slow")
+                    }
+                    Err(e) => return Err(e),
+                };
+                if n == 0 {
+                    return Ok(());
+                }
+                started.get_or_insert_with(Instant::now);
+                buf.extend_from_slice(&chunk[..n]);
+            };
+            buf.drain(..head.len);
+            self.set_waiting(id, false);
+            let reply = self.answer(&head);
+            eprintln!("{} {} {}", head.method, head.path, reply.status);
+            stream.write_all(&reply.bytes(head.method == "HEAD", head.keep_alive))?;
+            stream.flush()?;
+            if !head.keep_alive {
+                return Ok(());
+            }
+        }
+    }
+
+    fn reject(&self, stream: &mut TcpStream, status: u16, why: &str) -> std::io::Result<()> {
+        let reply = self.with_policy(Reply::text(status, why));
+        stream.write_all(&reply.bytes(false, false))
+    }
+
+    fn with_policy(&self, mut reply: Reply) -> Reply {
+        reply
+            .headers
+            .push(("Content-Security-Policy", self.csp.clone()));
+        reply
+            .headers
+            .push(("X-Content-Type-Options", "nosniff".into()));
+        reply
+            .headers
+            .push(("Referrer-Policy", "no-referrer".into()));
+        reply
+    }
+
+    /// The reply to one request.
+    fn answer(&self, head: &Head) -> Reply {
+        self.with_policy(self.answer_bare(head))
+    }
+
+    fn answer_bare(&self, head: &Head) -> Reply {
+        if head.method != "GET" && head.method != "HEAD" {
+            return Reply::text(405, "method not allowed");
+        }
+        if !self.hosts.is_empty() {
+            let host = head.host.as_deref().map(host_name);
+            // HTTP/1.0 clients may send no Host; a browser always does.
+            if host.is_some_and(|h| !self.hosts.iter().any(|a| a.eq_ignore_ascii_case(h))) {
+                return Reply::text(403, "this server answers only requests to localhost");
+            }
+        }
+        let Some(path) = resolve(&self.root, &head.path) else {
+            return Reply::text(404, "not found");
+        };
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => m,
+            _ => return Reply::text(404, "not found"),
+        };
+        let tag = etag(&meta);
+        let ctype = content_type(&path);
+        let immutable = path.starts_with(self.root.join("index").join("shards"));
+        let compressible = !immutable
+            && (ctype.starts_with("text/")
+                || ctype == "application/json"
+                || ctype == "application/wasm");
+        // A range is of the file's own bytes, so it is served as they are.
+        let gzip = compressible && head.gzip && head.range.is_none();
+        let tag = tag.map(|t| {
+            if gzip {
+                format!("{t}-gz\"")
+            } else {
+                format!("{t}\"")
+            }
+        });
+        let mut headers = vec![
+            ("Content-Type", ctype.to_string()),
+            (
+                "Cache-Control",
+                if immutable {
+                    "public, max-age=31536000, immutable"
+                } else {
+                    "no-cache"
+                }
+                .to_string(),
+            ),
+            ("Accept-Ranges", "bytes".to_string()),
+        ];
+        if compressible {
+            headers.push(("Vary", "Accept-Encoding".into()));
+        }
+        if let Some(tag) = &tag {
+            headers.push(("ETag", tag.clone()));
+            if let Some(wanted) = &head.if_none_match {
+                if wanted
+                    .split(',')
+                    .any(|v| v.trim() == tag || v.trim() == "*")
+                {
+                    return Reply {
+                        status: 304,
+                        headers,
+                        body: Body::Empty,
+                    };
+                }
+            }
+        }
+        if gzip {
+            return match self.gzipped(&path, tag.as_deref().unwrap_or("")) {
+                Ok(body) => {
+                    headers.push(("Content-Encoding", "gzip".into()));
+                    Reply {
+                        status: 200,
+                        headers,
+                        body: Body::Shared(body),
+                    }
+                }
+                Err(e) => Reply::text(500, &format!("cannot read: {e}")),
+            };
+        }
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) => return Reply::text(500, &format!("cannot read: {e}")),
+        };
+        // `If-Range` with another version: the whole file.
+        let range = head
+            .range
+            .as_deref()
+            .filter(|_| head.if_range.is_none() || head.if_range == tag);
+        match range.map(|r| byte_range(r, bytes.len())) {
+            None | Some(RangeAsk::Ignore) => Reply {
+                status: 200,
+                headers,
+                body: Body::Owned(bytes),
+            },
+            Some(RangeAsk::Unsatisfiable) => {
+                let mut r = Reply::text(416, "range not satisfiable");
+                r.headers
+                    .push(("Content-Range", format!("bytes */{}", bytes.len())));
+                r
+            }
+            Some(RangeAsk::Bytes(a, b)) => {
+                headers.push(("Content-Range", format!("bytes {a}-{b}/{}", bytes.len())));
+                Reply {
+                    status: 206,
+                    headers,
+                    body: Body::Owned(bytes[a..=b].to_vec()),
+                }
+            }
+        }
+    }
+
+    /// The gzipped body of a file, compressed once per version.
+    fn gzipped(&self, path: &Path, tag: &str) -> std::io::Result<Arc<Vec<u8>>> {
+        {
+            let cache = self.gzipped.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((t, body)) = cache.entries.get(path) {
+                if t == tag {
+                    return Ok(body.clone());
+                }
+            }
+        }
+        let body = Arc::new(gzip(&std::fs::read(path)?));
+        let mut cache = self.gzipped.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.bytes + body.len() > GZIP_CACHE_BYTES {
+            cache.entries.clear();
+            cache.bytes = 0;
+        }
+        cache.bytes += body.len();
+        if let Some((_, old)) = cache
+            .entries
+            .insert(path.to_path_buf(), (tag.to_string(), body.clone()))
+        {
+            cache.bytes = cache.bytes.saturating_sub(old.len());
+        }
+        Ok(body)
+    }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// The site's policy: the one its landing page declares (the site writer
+/// puts the configured policy there), else the default.
+fn site_policy(root: &Path) -> String {
+    std::fs::read_to_string(root.join("index.html"))
+        .ok()
+        .and_then(|page| meta_policy(&page))
+        .unwrap_or_else(|| content_security_policy(&[]))
+}
+
+/// The `content` of a `<meta http-equiv="Content-Security-Policy">`.
+fn meta_policy(page: &str) -> Option<String> {
+    let lower = page.to_ascii_lowercase();
+    let at = lower.find("http-equiv=\"content-security-policy\"")?;
+    let tag_start = lower[..at].rfind('<')?;
+    let tag_end = at + lower[at..].find('>')?;
+    let tag = &page[tag_start..tag_end];
+    let c = tag.to_ascii_lowercase().find("content=\"")? + "content=\"".len();
+    let end = c + tag[c..].find('"')?;
+    let policy = tag[c..end].replace("&#39;", "'").replace("&quot;", "\"");
+    let policy = policy.replace("&amp;", "&");
+    // A header value is one line of visible characters.
+    (!policy.is_empty() && policy.chars().all(|ch| (' '..='~').contains(&ch))).then_some(policy)
+}
+
+/// The host name of a `Host` header value, without the port.
+fn host_name(value: &str) -> &str {
+    let v = value.trim();
+    if v.starts_with('[') {
+        return v.find(']').map_or(v, |i| &v[..=i]);
+    }
+    v.rsplit_once(':').map_or(v, |(h, _)| h)
+}
 
 fn content_type(path: &Path) -> &'static str {
     match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
@@ -20,15 +453,18 @@ fn content_type(path: &Path) -> &'static str {
         "wasm" => "application/wasm",
         "png" => "image/png",
         "svg" => "image/svg+xml",
-        "onnx" | "bin" => "application/octet-stream",
         _ => "application/octet-stream",
     }
 }
 
-/// Resolve a request path inside `root`, refusing anything that leaves it.
+/// Resolve a request path to a file inside `root` (canonical), refusing
+/// anything that leaves it: `..`, and symbolic links that point outside.
 fn resolve(root: &Path, url: &str) -> Option<PathBuf> {
     let path = url.split(['?', '#']).next().unwrap_or("");
     let decoded = percent_decode(path)?;
+    if decoded.contains('\0') {
+        return None;
+    }
     let mut out = root.to_path_buf();
     for c in Path::new(decoded.trim_start_matches('/')).components() {
         match c {
@@ -37,10 +473,11 @@ fn resolve(root: &Path, url: &str) -> Option<PathBuf> {
             _ => return None,
         }
     }
-    if out.is_dir() {
-        out.push("index.html");
+    let mut real = out.canonicalize().ok()?;
+    if real.is_dir() {
+        real = real.join("index.html").canonicalize().ok()?;
     }
-    Some(out)
+    real.starts_with(root).then_some(real)
 }
 
 fn percent_decode(s: &str) -> Option<String> {
@@ -61,75 +498,73 @@ fn percent_decode(s: &str) -> Option<String> {
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
-    use std::io::Write;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(bytes).expect("writing to memory");
     e.finish().expect("writing to memory")
 }
 
-/// Serve a site folder over HTTP until the process ends. Compressible
-/// files are gzipped when the client accepts it (as static hosts do);
-/// shards are already compressed. Logs one line per request to stderr.
-///
-/// Each connection has its own thread and keeps alive (HTTP/1.1), as a
-/// browser expects of a static host. It does not use `tiny_http`, which
-/// this once did: under load, Chromium now and then left a request queued
-/// on its connections for minutes (the semantic-search files, in the
-/// browser tests), with one server thread or several.
-pub fn serve(root: &Path, host: IpAddr, port: u16) -> Result<(), IndexError> {
-    let root = root.canonicalize().map_err(|e| IndexError::io(root, e))?;
-    if !root.join("index").join(WEB_MANIFEST).is_file() {
-        return Err(IndexError::Site {
-            message: format!(
-                "{} is not a codegloss site (no index/{WEB_MANIFEST}); write one with `codegloss index <repo> --out <index> --site <dir>`",
-                root.display()
-            ),
-        });
-    }
-    let addr = SocketAddr::new(host, port);
-    let listener = std::net::TcpListener::bind(addr).map_err(|e| IndexError::Site {
-        message: format!("cannot listen on {addr}: {e}"),
-    })?;
-    let local = listener
-        .local_addr()
-        .map_or_else(|_| addr.to_string(), |a| a.to_string());
-    eprintln!(
-        "serving {} on http://{local}/ (Ctrl-C stops)",
-        root.display()
-    );
-    // The URL on stdout, for scripts that start the server.
-    println!("http://{local}/");
-    let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        if open.load(std::sync::atomic::Ordering::Relaxed) >= MAX_CONNECTIONS {
-            // Dropping it closes it; the browser retries.
-            continue;
-        }
-        open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (root, open) = (root.clone(), open.clone());
-        std::thread::spawn(move || {
-            if let Err(e) = connection(&root, stream) {
-                log::debug!("connection ended: {e}");
-            }
-            open.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        });
-    }
-    Ok(())
+/// What a `Range` header asks of a body of a given length.
+#[derive(Debug, PartialEq, Eq)]
+enum RangeAsk {
+    /// First and last byte, inclusive.
+    Bytes(usize, usize),
+    /// No byte of the body is in the range: 416.
+    Unsatisfiable,
+    /// Not a single byte range we serve (other units, several ranges,
+    /// malformed): the whole body, as RFC 9110 allows.
+    Ignore,
 }
 
-/// Connections served at once by `codegloss serve`.
-const MAX_CONNECTIONS: usize = 64;
-/// Largest request head accepted.
-const MAX_HEAD: usize = 32 * 1024;
+fn byte_range(value: &str, len: usize) -> RangeAsk {
+    let Some(spec) = value.trim().strip_prefix("bytes=") else {
+        return RangeAsk::Ignore;
+    };
+    if spec.contains(',') {
+        return RangeAsk::Ignore;
+    }
+    let Some((a, b)) = spec.trim().split_once('-') else {
+        return RangeAsk::Ignore;
+    };
+    let (a, b) = (a.trim(), b.trim());
+    let parse = |s: &str| s.parse::<usize>().ok();
+    match (a.is_empty(), b.is_empty()) {
+        // The last n bytes.
+        (true, false) => match parse(b) {
+            Some(0) => RangeAsk::Unsatisfiable,
+            Some(n) if len > 0 => RangeAsk::Bytes(len.saturating_sub(n), len - 1),
+            Some(_) => RangeAsk::Unsatisfiable,
+            None => RangeAsk::Ignore,
+        },
+        (false, _) => {
+            let Some(first) = parse(a) else {
+                return RangeAsk::Ignore;
+            };
+            let last = if b.is_empty() {
+                Some(usize::MAX)
+            } else {
+                parse(b)
+            };
+            match last {
+                None => RangeAsk::Ignore,
+                Some(last) if last < first => RangeAsk::Ignore,
+                Some(_) if first >= len => RangeAsk::Unsatisfiable,
+                Some(last) => RangeAsk::Bytes(first, last.min(len - 1)),
+            }
+        }
+        (true, true) => RangeAsk::Ignore,
+    }
+}
 
 /// One parsed request head.
 struct Head {
     method: String,
     path: String,
+    host: Option<String>,
     keep_alive: bool,
     gzip: bool,
     if_none_match: Option<String>,
+    range: Option<String>,
+    if_range: Option<String>,
     /// Bytes of the head (what follows belongs to the next request).
     len: usize,
 }
@@ -157,6 +592,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, String> {
     Ok(Some(Head {
         method: req.method.unwrap_or("").to_string(),
         path: req.path.unwrap_or("/").to_string(),
+        host: value("Host"),
         keep_alive: if req.version == Some(0) {
             connection.contains("keep-alive")
         } else {
@@ -164,44 +600,25 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, String> {
         },
         gzip: value("Accept-Encoding").is_some_and(|v| v.contains("gzip")),
         if_none_match: value("If-None-Match"),
+        range: value("Range"),
+        if_range: value("If-Range"),
         len,
     }))
 }
 
-/// Serve the requests of one connection until it closes or idles out.
-fn connection(root: &Path, mut stream: std::net::TcpStream) -> std::io::Result<()> {
-    use std::io::{Read, Write};
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
-    stream.set_nodelay(true)?;
-    let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let head = loop {
-            match parse_head(&buf) {
-                Ok(Some(head)) => break head,
-                Ok(None) if buf.len() < MAX_HEAD => {}
-                Ok(None) | Err(_) => {
-                    let why = parse_head(&buf)
-                        .err()
-                        .unwrap_or_else(|| "head too large".into());
-                    let reply = Reply::text(400, &why);
-                    stream.write_all(&reply.bytes(false, false))?;
-                    return Ok(());
-                }
-            }
-            let n = stream.read(&mut chunk)?;
-            if n == 0 {
-                return Ok(());
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        };
-        buf.drain(..head.len);
-        let reply = answer(root, &head);
-        eprintln!("{} {} {}", head.method, head.path, reply.status);
-        stream.write_all(&reply.bytes(head.method == "HEAD", head.keep_alive))?;
-        stream.flush()?;
-        if !head.keep_alive {
-            return Ok(());
+/// A reply body: owned, shared with the gzip cache, or none.
+enum Body {
+    Empty,
+    Owned(Vec<u8>),
+    Shared(Arc<Vec<u8>>),
+}
+
+impl Body {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Body::Empty => &[],
+            Body::Owned(b) => b,
+            Body::Shared(b) => b,
         }
     }
 }
@@ -210,7 +627,7 @@ fn connection(root: &Path, mut stream: std::net::TcpStream) -> std::io::Result<(
 struct Reply {
     status: u16,
     headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
+    body: Body,
 }
 
 impl Reply {
@@ -218,25 +635,32 @@ impl Reply {
         Reply {
             status,
             headers: vec![("Content-Type", "text/plain; charset=utf-8".into())],
-            body: text.as_bytes().to_vec(),
+            body: Body::Owned(text.as_bytes().to_vec()),
         }
     }
 
     fn bytes(&self, head_only: bool, keep_alive: bool) -> Vec<u8> {
         let reason = match self.status {
             200 => "OK",
+            206 => "Partial Content",
             304 => "Not Modified",
             400 => "Bad Request",
+            403 => "Forbidden",
             404 => "Not Found",
             405 => "Method Not Allowed",
+            408 => "Request Timeout",
+            416 => "Range Not Satisfiable",
+            431 => "Request Header Fields Too Large",
+            503 => "Service Unavailable",
             _ => "Internal Server Error",
         };
         let mut out = format!("HTTP/1.1 {} {reason}\r\n", self.status);
         for (k, v) in &self.headers {
             out.push_str(&format!("{k}: {v}\r\n"));
         }
+        let body = self.body.as_slice();
         if self.status != 304 {
-            out.push_str(&format!("Content-Length: {}\r\n", self.body.len()));
+            out.push_str(&format!("Content-Length: {}\r\n", body.len()));
         }
         out.push_str(if keep_alive {
             "Connection: keep-alive\r\n\r\n"
@@ -245,78 +669,21 @@ impl Reply {
         });
         let mut bytes = out.into_bytes();
         if !head_only && self.status != 304 {
-            bytes.extend_from_slice(&self.body);
+            bytes.extend_from_slice(body);
         }
         bytes
     }
 }
 
-/// The reply to one request.
-fn answer(root: &Path, head: &Head) -> Reply {
-    if head.method != "GET" && head.method != "HEAD" {
-        return Reply::text(405, "method not allowed");
-    }
-    let Some(path) = resolve(root, &head.path).filter(|p| p.is_file()) else {
-        return Reply::text(404, "not found");
-    };
-    let tag = etag(&path);
-    if let (Some(tag), Some(wanted)) = (&tag, &head.if_none_match) {
-        if wanted.split(',').any(|v| v.trim() == tag) {
-            return Reply {
-                status: 304,
-                headers: vec![("ETag", tag.clone())],
-                body: Vec::new(),
-            };
-        }
-    }
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) => return Reply::text(500, &format!("cannot read: {e}")),
-    };
-    let ctype = content_type(&path);
-    let immutable = path.to_string_lossy().contains("/index/shards/");
-    let compressible = !immutable
-        && (ctype.starts_with("text/")
-            || ctype == "application/json"
-            || ctype == "application/wasm");
-    let mut headers = vec![
-        ("Content-Type", ctype.to_string()),
-        (
-            "Cache-Control",
-            if immutable {
-                "public, max-age=31536000, immutable"
-            } else {
-                "no-cache"
-            }
-            .to_string(),
-        ),
-    ];
-    let body = if compressible && head.gzip {
-        headers.push(("Content-Encoding", "gzip".into()));
-        headers.push(("Vary", "Accept-Encoding".into()));
-        gzip(&bytes)
-    } else {
-        bytes
-    };
-    if let Some(tag) = tag {
-        headers.push(("ETag", tag));
-    }
-    Reply {
-        status: 200,
-        headers,
-        body,
-    }
-}
-
-/// A validator for revalidation (`no-cache` files): size and modification time.
-fn etag(path: &Path) -> Option<String> {
-    let m = std::fs::metadata(path).ok()?;
+/// A validator for revalidation: size and modification time, without the
+/// closing quote (the caller marks the gzipped variant).
+fn etag(m: &std::fs::Metadata) -> Option<String> {
     let t = m
         .modified()
         .ok()?
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?;
-    Some(format!("\"{:x}-{:x}\"", m.len(), t.as_nanos()))
+    Some(format!("\"{:x}-{:x}", m.len(), t.as_nanos()))
 }
 
 #[cfg(test)]
@@ -325,17 +692,32 @@ mod tests {
 
     #[test]
     fn resolve_stays_inside_the_root() {
-        let root = Path::new("/srv/site");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("index")).unwrap();
+        std::fs::write(root.join("index/codegloss.json"), "{}").unwrap();
+        std::fs::write(root.join("a b.js"), "x").unwrap();
+        std::fs::write(root.join("index.html"), "x").unwrap();
         assert_eq!(
-            resolve(root, "/index/codegloss.json?x=1"),
-            Some(PathBuf::from("/srv/site/index/codegloss.json"))
+            resolve(&root, "/index/codegloss.json?x=1"),
+            Some(root.join("index/codegloss.json"))
         );
-        assert_eq!(resolve(root, "/../etc/passwd"), None);
-        assert_eq!(resolve(root, "/%2e%2e/etc/passwd"), None);
-        assert_eq!(
-            resolve(root, "/a%20b.js"),
-            Some(PathBuf::from("/srv/site/a b.js"))
-        );
+        assert_eq!(resolve(&root, "/"), Some(root.join("index.html")));
+        assert_eq!(resolve(&root, "/../etc/passwd"), None);
+        assert_eq!(resolve(&root, "/%2e%2e/etc/passwd"), None);
+        assert_eq!(resolve(&root, "/a%20b.js"), Some(root.join("a b.js")));
+        assert_eq!(resolve(&root, "/a%00b.js"), None);
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("/etc/passwd", root.join("passwd")).unwrap();
+            std::os::unix::fs::symlink("/", root.join("rootdir")).unwrap();
+            std::os::unix::fs::symlink(root.join("a b.js"), root.join("inside.js")).unwrap();
+            assert_eq!(resolve(&root, "/passwd"), None);
+            assert_eq!(resolve(&root, "/rootdir/proc/self/environ"), None);
+            assert_eq!(resolve(&root, "/rootdir/etc/passwd"), None);
+            // A link that stays inside is served.
+            assert_eq!(resolve(&root, "/inside.js"), Some(root.join("a b.js")));
+        }
     }
 
     #[test]
@@ -346,16 +728,53 @@ mod tests {
                 .unwrap();
         assert_eq!((h.method.as_str(), h.path.as_str()), ("GET", "/a.js"));
         assert!(h.keep_alive && h.gzip && h.if_none_match.is_none());
+        assert_eq!(h.host.as_deref(), Some("x"));
         assert_eq!(h.len, 58);
         assert!(parse_head(b"GET / HTTP/1.1\r\nHost").unwrap().is_none());
         let h = parse_head(b"GET / HTTP/1.0\r\n\r\n").unwrap().unwrap();
         assert!(!h.keep_alive);
-        let h = parse_head(b"GET / HTTP/1.1\r\nConnection: close\r\nIf-None-Match: \"a\"\r\n\r\n")
+        let h = parse_head(b"GET / HTTP/1.1\r\nConnection: close\r\nIf-None-Match: \"a\"\r\nRange: bytes=0-1\r\n\r\n")
             .unwrap()
             .unwrap();
         assert!(!h.keep_alive);
         assert_eq!(h.if_none_match.as_deref(), Some("\"a\""));
+        assert_eq!(h.range.as_deref(), Some("bytes=0-1"));
         assert!(parse_head(b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello").is_err());
         assert!(parse_head(b"\x01\x02 nonsense\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn byte_ranges() {
+        use RangeAsk::*;
+        assert_eq!(byte_range("bytes=0-9", 100), Bytes(0, 9));
+        assert_eq!(byte_range("bytes=90-", 100), Bytes(90, 99));
+        assert_eq!(byte_range("bytes=-10", 100), Bytes(90, 99));
+        assert_eq!(byte_range("bytes=-500", 100), Bytes(0, 99));
+        assert_eq!(byte_range("bytes=50-500", 100), Bytes(50, 99));
+        assert_eq!(byte_range("bytes=100-", 100), Unsatisfiable);
+        assert_eq!(byte_range("bytes=-0", 100), Unsatisfiable);
+        assert_eq!(byte_range("bytes=0-", 0), Unsatisfiable);
+        assert_eq!(byte_range("bytes=9-1", 100), Ignore);
+        assert_eq!(byte_range("bytes=0-1,5-6", 100), Ignore);
+        assert_eq!(byte_range("items=0-1", 100), Ignore);
+        assert_eq!(byte_range("bytes=x-1", 100), Ignore);
+    }
+
+    #[test]
+    fn host_names_and_policies() {
+        assert_eq!(host_name("localhost:8700"), "localhost");
+        assert_eq!(host_name("[::1]:8700"), "[::1]");
+        assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
+        assert_eq!(host_name("evil.example:80"), "evil.example");
+        let page = r#"<head><meta http-equiv="Content-Security-Policy" content="default-src &#39;self&#39;; connect-src &#39;self&#39; https://x.org"></head>"#;
+        assert_eq!(
+            meta_policy(page).as_deref(),
+            Some("default-src 'self'; connect-src 'self' https://x.org")
+        );
+        assert_eq!(meta_policy("<html></html>"), None);
+        assert_eq!(
+            meta_policy("<meta http-equiv=\"Content-Security-Policy\" content=\"a\nb\">"),
+            None
+        );
     }
 }
