@@ -5,14 +5,23 @@
 // renders and handles input; loading the index, retrieval and the call to
 // the answer model happen in worker.js (the WebAssembly client), which it
 // reaches through a small message protocol:
-//   to the worker:   init {index} · search {id, query} · ask {id, query, settings}
-//   from the worker: ready · semantic · results · answer-start · answer-delta
-//                    · answer-done · answer-error · error
+//   to the worker:   init {index, policies} · search {id, query} · ask {id, query, settings}
+//                    · text · cancel
+//   from the worker: ready · semantic · results · texts · answer-start · answer-delta
+//                    · answer-done · answer-error · error · policy-violation
+// (site/README.md documents them).
 //
 // Security: every string that comes from the index or from the model is
 // rendered as text (text nodes, textContent, attributes set one by one),
-// never parsed as HTML. Syntax highlighting builds spans; citations are made
-// by splitting the text.
+// never parsed as HTML, with its bidirectional controls shown as visible
+// markers (bidi.js) and very long names and glosses cut (dom.js). Syntax
+// highlighting builds spans; citations are made by splitting the text.
+
+import { answerNodes, sourceNodes, supportNodes } from './answer-view.js';
+import { revealBidi } from './bidi.js';
+import {
+  GLOSS_MAX, NAME_MAX, PATH_MAX, clamped, clause, formatBytes, h, inlineCode, location, plural, setText, short, title,
+} from './dom.js';
 
 const TAG = 'codegloss-search';
 const DEFAULT_INDEX = 'index/codegloss.json';
@@ -25,24 +34,8 @@ const STORAGE_KEYS = {
 };
 /** An answer error that means the browser was not allowed to call the server. */
 const REFUSED = /OLLAMA_ORIGINS|CORS|refused|Failed to fetch/i;
-/** `[3]` or `[1, 4]`: the citation forms the answer prompt asks for. */
-const CITATION = /\[(\s*\d+\s*(?:,\s*\d+\s*)*)\]/g;
 
 // ---------------------------------------------------------------- helpers
-
-/**
- * Create an element. Attribute values are set with setAttribute and
- * children are appended as nodes or text nodes, so nothing is parsed as HTML.
- */
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [name, value] of Object.entries(attrs)) {
-    if (value === false || value == null) continue;
-    el.setAttribute(name, value === true ? '' : String(value));
-  }
-  el.append(...children.filter((c) => c != null && c !== false && c !== ''));
-  return el;
-}
 
 /** localStorage that degrades to nothing where storage is blocked. */
 const storage = {
@@ -62,41 +55,6 @@ const storage = {
     }
   },
 };
-
-/** `path:start-end`, or the bare path for a whole file (lines 0). */
-function location(card) {
-  return card.start_line > 0 ? `${card.path}:${card.start_line}-${card.end_line}` : card.path;
-}
-
-/** The name a card is shown under. */
-function title(card) {
-  return card.qualified_name || card.symbol || card.path.split('/').pop() || card.path;
-}
-
-function plural(n, word) {
-  return `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
-}
-
-function formatBytes(bytes) {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(bytes < 10240 ? 1 : 0)} KB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-}
-
-/** Text with `code` spans as <code> elements; other pieces go through `plain` (text by default). */
-function inlineCode(text, plain = (piece) => [piece]) {
-  const nodes = [];
-  text.split(/(`[^`\n]+`)/).forEach((part, k) => {
-    if (k % 2 === 1) nodes.push(h('code', {}, part.slice(1, -1)));
-    else if (part) nodes.push(...plain(part));
-  });
-  return nodes;
-}
-
-/** A message from the worker, without the trailing full stop, for use inside a sentence. */
-function clause(message) {
-  return String(message ?? '').trim().replace(/[.\s]+$/, '');
-}
 
 // ---------------------------------------------------------- highlighting
 
@@ -219,31 +177,66 @@ function tokenizeCpp(src) {
 }
 
 /**
- * A `<pre>` of the code with line numbers from `firstLine` (1 for a whole
- * file); C++ is highlighted, other languages are plain. Line numbers are
- * excluded from selection and from the accessibility tree.
+ * A `<pre>` of the code with the file's line numbers from `firstLine` (1 for
+ * a whole file); C++ is highlighted, other languages are plain. `frame` is
+ * the card's `{prelude_lines, prelude_from, trailer_lines}`: the lines of
+ * `code` that are not the file's own (a part of a split function repeats
+ * its signature and a `// [part i/n]` marker first, and ends with
+ * `// [continues in part j/n]`). Those are dimmed and unnumbered, under a
+ * note saying where the signature is, so that every number shown is the
+ * file's line. Line numbers and the note are excluded from selection and
+ * from the accessibility tree (the label says what the prelude is).
  */
-function renderCode(code, language, firstLine, label) {
-  const text = String(code ?? '').replace(/\r\n?/g, '\n').replace(/\n$/, '');
+function renderCode(code, language, firstLine, label, frame) {
+  // Lines as the index counts them: split at \n only (a lone \r stays).
+  const text = String(code ?? '').replace(/\r\n/g, '\n').replace(/\n$/, '');
   const tokens = language === 'cpp' ? tokenizeCpp(text) : [['', text]];
+  const count = text.split('\n').length;
+  const lines = (n) => Math.max(0, Math.floor(Number(n) || 0));
+  const prelude = Math.min(count, lines(frame?.prelude_lines));
+  const trailer = Math.min(count - prelude, lines(frame?.trailer_lines));
+  const from = lines(frame?.prelude_from);
+  const note = prelude === 0 ? '' : from > 0 ? `signature repeated from line ${from}` : 'signature repeated from the first part';
   const first = Math.max(1, firstLine || 1);
-  const last = first + text.split('\n').length - 1;
+  const last = first + Math.max(0, count - prelude - trailer - 1);
   const codeEl = h('code', { class: 'cg-code-text' });
   codeEl.style.setProperty('--cg-ln-digits', String(String(last).length));
-  let line = first;
-  const number = () => h('span', { class: 'cg-ln', 'aria-hidden': 'true' }, String(line));
-  codeEl.append(number());
+  const gutter = (number) => h('span', { class: 'cg-ln', 'aria-hidden': 'true' }, number);
+  const dimmed = (el) => {
+    el.style.opacity = '0.6';
+    return el;
+  };
+  if (note) {
+    const noteEl = dimmed(h('span', { class: 'cg-frame-note', 'aria-hidden': 'true' }, `(${note}; not lines of this part)`));
+    noteEl.style.fontStyle = 'italic';
+    noteEl.style.userSelect = 'none';
+    codeEl.append(gutter(''), noteEl, '\n');
+  }
+  let index = 0; // line of `code`, from 0
+  let target = codeEl; // where the text of the current line goes
+  const startLine = () => {
+    if (index < prelude || index >= count - trailer) {
+      target = dimmed(h('span', { class: 'cg-frame', title: index < prelude ? note : 'added by codegloss: not a line of the file' }));
+      codeEl.append(gutter(''), target);
+    } else {
+      target = codeEl;
+      codeEl.append(gutter(String(first + index - prelude)));
+    }
+  };
+  startLine();
   for (const [kind, value] of tokens) {
     value.split('\n').forEach((part, k) => {
       if (k > 0) {
-        line += 1;
-        codeEl.append('\n', number());
+        index += 1;
+        codeEl.append('\n');
+        startLine();
       }
-      if (part) codeEl.append(kind ? h('span', { class: `cg-tok-${kind}` }, part) : part);
+      if (part) target.append(kind ? h('span', { class: `cg-tok-${kind}` }, part) : part);
     });
   }
+  const described = note ? `${label} (the first ${prelude} lines: ${note})` : label;
   // Focusable, so that keyboard users can scroll long lines.
-  return h('pre', { class: 'cg-pre', tabindex: '0', 'aria-label': label, 'data-language': language }, codeEl);
+  return h('pre', { class: 'cg-pre', tabindex: '0', 'aria-label': described, 'data-language': language }, codeEl);
 }
 
 // ------------------------------------------------------ the "/" shortcut
@@ -282,6 +275,9 @@ class CodeglossSearch extends HTMLElement {
   #indexInfo = null;
   #cards = new Map(); // n -> {card, el, details} of the cards shown
   #cardsOwner = 0; // the request id the shown cards belong to
+  #shownQuery = ''; // the query of the shown cards
+  #shownSemantic = false; // whether they were ranked with semantic search
+  #rerankId = 0; // the search that ranks the shown results again once semantic search is on
   #options = []; // listbox options, in order
   #active = -1; // index into #options
   #answer = null; // {id, query, cards, text, state, citations, invalid, model, t0}
@@ -416,23 +412,30 @@ class CodeglossSearch extends HTMLElement {
     const wrapper = h(
       'div',
       { class: 'cg' },
+      // The result list opens below the alert and the status line, so that
+      // it never hides them.
       h(
         'div',
-        { class: 'cg-bar' },
-        h('label', { for: 'cg-input', class: 'cg-visually-hidden' }, 'Search or ask about the code'),
-        h('div', { class: 'cg-combo' }, input, listbox),
-        askButton,
-        settingsButton,
+        { class: 'cg-top' },
+        h(
+          'div',
+          { class: 'cg-bar' },
+          h('label', { for: 'cg-input', class: 'cg-visually-hidden' }, 'Search or ask about the code'),
+          h('div', { class: 'cg-combo' }, input),
+          askButton,
+          settingsButton,
+        ),
+        h('div', { class: 'cg-alert', role: 'alert', 'data-testid': 'cg-alert' }),
+        h(
+          'div',
+          { class: 'cg-status', role: 'status', 'data-testid': 'cg-status' },
+          h('span', { class: 'cg-status-text' }, 'Loading index…'),
+          ' ',
+          h('span', { class: 'cg-semantic' }),
+        ),
+        listbox,
       ),
       settings,
-      h('div', { class: 'cg-alert', role: 'alert', 'data-testid': 'cg-alert' }),
-      h(
-        'div',
-        { class: 'cg-status', role: 'status', 'data-testid': 'cg-status' },
-        h('span', { class: 'cg-status-text' }, 'Loading index…'),
-        ' ',
-        h('span', { class: 'cg-semantic' }),
-      ),
       answer,
       evidence,
     );
@@ -515,7 +518,11 @@ class CodeglossSearch extends HTMLElement {
       this.#setStatus('Search is unavailable.', 'error');
     });
     this.#worker.addEventListener('messageerror', () => this.#showAlert('A message from the search worker could not be read.'));
-    this.#worker.postMessage({ type: 'init', index });
+    // A <meta> policy does not reach the worker: it checks answer endpoints against these.
+    const policies = [...document.querySelectorAll('meta[http-equiv]')]
+      .filter((m) => m.httpEquiv.toLowerCase() === 'content-security-policy')
+      .map((m) => m.content);
+    this.#worker.postMessage({ type: 'init', index, policies });
   }
 
   #stop() {
@@ -539,6 +546,10 @@ class CodeglossSearch extends HTMLElement {
         break;
       case 'semantic':
         this.#setSemantic(msg.state, msg.message);
+        if (msg.state === 'on') this.#rerank();
+        break;
+      case 'policy-violation':
+        console.warn(`codegloss: the site's Content-Security-Policy blocked ${msg.blocked} (${msg.directive})`);
         break;
       case 'results':
         this.#onResults(msg);
@@ -583,7 +594,7 @@ class CodeglossSearch extends HTMLElement {
   #onError(msg) {
     const isAsk = this.#answer && msg.id != null && msg.id === this.#answer.id;
     if (msg.id != null && msg.id !== this.#latestId && !isAsk) return;
-    this.#showAlert(String(msg.message ?? 'Unknown error'));
+    this.#showAlert(String(msg.message ?? 'Unknown error'), msg.detail);
     if (isAsk) this.#finishAnswer('error', String(msg.message ?? 'Unknown error'));
     this.#setStatus(this.#ready ? 'Search failed.' : 'The index could not be loaded.', 'error');
   }
@@ -619,14 +630,17 @@ class CodeglossSearch extends HTMLElement {
       this.#renderAnswer();
     }
     if (msg.id !== this.#latestId) return; // an older ask's evidence: kept for its citations only
+    const view = msg.id === this.#rerankId ? this.#viewState() : null;
     this.#renderCards(cards, msg.id, msg.query ?? '', askResults);
+    this.#shownSemantic = Boolean(msg.semantic);
     const focused = this.shadowRoot.activeElement === this.#el.input;
-    this.#expand(!askResults && focused && cards.length > 0);
+    if (view) this.#restoreView(view);
+    else this.#expand(!askResults && focused && cards.length > 0);
     const ms = Math.round(msg.stats?.ms ?? 0);
     const bytes = msg.stats?.bytes ?? 0;
     let text = cards.length
       ? `${plural(cards.length, 'result')} in ${ms} ms`
-      : `No results for “${msg.query ?? ''}”`;
+      : `No results for “${short(msg.query ?? '', PATH_MAX)}”`;
     if (cards.length && msg.semantic) text += ' (keyword, structure and semantic)';
     if (bytes > 0) text += `, ${formatBytes(bytes)} fetched`;
     text += '.';
@@ -665,6 +679,52 @@ class CodeglossSearch extends HTMLElement {
     }
   }
 
+  /** Semantic search is on: rank the results on screen again, with it. */
+  #rerank() {
+    const query = this.#el.input.value.trim();
+    if (!this.#ready || !query || !this.#cardsOwner || this.#cardsOwner !== this.#latestId) return;
+    if (this.#answer && this.#answer.id === this.#cardsOwner) return; // evidence stays as the answer cited it
+    if (query !== this.#shownQuery || this.#shownSemantic) return;
+    this.#rerankId = ++this.#seq;
+    this.#send({ type: 'search', id: this.#rerankId, query });
+  }
+
+  /** A card's identity across rankings (its number changes with its rank). */
+  #cardKey(n) {
+    const card = this.#cards.get(n)?.card;
+    return card ? `${card.path}\n${card.start_line}\n${card.end_line}\n${title(card)}` : null;
+  }
+
+  /** What the reader has open, selected and focused among the shown results. */
+  #viewState() {
+    const focus = this.shadowRoot.activeElement;
+    const option = this.#options[this.#active];
+    const card = focus?.closest?.('.cg-card');
+    return {
+      expanded: this.#isExpanded() && focus === this.#el.input,
+      active: option ? this.#cardKey(Number(option.dataset.n)) : null,
+      open: new Set([...this.#cards].filter(([, e]) => e.details?.open).map(([n]) => this.#cardKey(n))),
+      focused: card ? this.#cardKey(Number(card.dataset.n)) : null,
+    };
+  }
+
+  /** The same view over re-ranked results, for the cards still among them. */
+  #restoreView(view) {
+    const find = (key) => [...this.#cards.keys()].find((n) => this.#cardKey(n) === key);
+    for (const key of view.open) {
+      const entry = this.#cards.get(find(key));
+      if (entry?.details) {
+        this.#ensureCode(entry.details);
+        entry.details.open = true;
+      }
+    }
+    this.#expand(view.expanded);
+    const active = view.active && find(view.active);
+    if (this.#isExpanded() && active) this.#setActive(this.#options.findIndex((o) => Number(o.dataset.n) === active));
+    // A focused card keeps focus where it still is; else focus goes back to the box.
+    if (view.focused) (this.#cards.get(find(view.focused))?.el ?? this.#el.input).focus({ preventScroll: true });
+  }
+
   #clearResults() {
     this.#expand(false);
     if (this.#answer?.cards.size) {
@@ -679,6 +739,8 @@ class CodeglossSearch extends HTMLElement {
 
   #renderCards(cards, owner, query, isEvidence) {
     this.#cardsOwner = owner;
+    this.#shownQuery = query;
+    this.#shownSemantic = false;
     this.#cards.clear();
     const items = cards.map((card) => {
       const el = this.#renderCard(card);
@@ -687,7 +749,7 @@ class CodeglossSearch extends HTMLElement {
     });
     this.#el.cards.replaceChildren(...items);
     this.#el.evidence.hidden = cards.length === 0;
-    this.#el.evidenceHeading.textContent = `${isEvidence ? 'Evidence for' : 'Results for'} “${query}”`;
+    setText(this.#el.evidenceHeading, `${isEvidence ? 'Evidence for' : 'Results for'} “${short(query, PATH_MAX)}”`);
     this.#renderOptions(cards);
   }
 
@@ -696,6 +758,11 @@ class CodeglossSearch extends HTMLElement {
     const lines = card.start_line > 0 ? `${card.start_line}-${card.end_line}` : '';
     const lineCount = card.start_line > 0 ? Math.max(1, card.end_line - card.start_line + 1) : 0;
     const meta = [card.kind, card.role].filter(Boolean).join(' · ');
+    // Names and paths are isolated left-to-right runs: nothing in them
+    // reorders the text around them (their bidi controls show as markers).
+    const name = clamped(title(card), NAME_MAX);
+    const gloss = card.gloss ? clamped(card.gloss, GLOSS_MAX, { words: NAME_MAX, render: (t) => inlineCode(t) }) : null;
+    const path = clamped(card.path, PATH_MAX);
     return h(
       'article',
       {
@@ -710,16 +777,19 @@ class CodeglossSearch extends HTMLElement {
         'header',
         { class: 'cg-card-head' },
         h('span', { class: 'cg-n' }, h('span', { class: 'cg-visually-hidden' }, 'Source '), String(n)),
-        h('h3', { id: `cg-card-${n}-title`, class: 'cg-symbol' }, title(card)),
+        h('h3', { id: `cg-card-${n}-title`, class: 'cg-symbol', dir: 'ltr' }, name.text),
+        name.toggle,
         meta && h('span', { class: 'cg-kind' }, meta),
       ),
       h(
         'div',
         { class: 'cg-loc' },
-        h('span', { class: 'cg-path', 'data-testid': 'cg-path' }, card.path),
+        h('span', { class: 'cg-path', dir: 'ltr', 'data-testid': 'cg-path' }, path.text),
         lines && h('span', { class: 'cg-lines' }, `:${lines}`),
+        path.toggle && ' ',
+        path.toggle,
       ),
-      card.gloss && h('p', { class: 'cg-gloss' }, ...inlineCode(card.gloss)),
+      gloss && h('p', { class: 'cg-gloss' }, gloss.text, gloss.toggle && ' ', gloss.toggle),
       // Some cards (files, modules, call chains) carry a gloss but no code.
       card.code &&
         h(
@@ -753,7 +823,8 @@ class CodeglossSearch extends HTMLElement {
     const entry = this.#cards.get(Number(details.dataset.n));
     if (!entry) return;
     const { card } = entry;
-    details.append(renderCode(card.code, card.language, card.start_line, `Code of ${title(card)}`));
+    // The code's bidi controls show as markers, as everywhere else.
+    details.append(revealBidi(renderCode(card.code, card.language, card.start_line, `Code of ${short(title(card))}`, card.frame)));
   }
 
   #onCodeToggle(event) {
@@ -785,8 +856,8 @@ class CodeglossSearch extends HTMLElement {
       h(
         'li',
         { id: `cg-opt-${card.n}`, class: 'cg-option', role: 'option', 'aria-selected': 'false', 'data-n': card.n },
-        h('span', { class: 'cg-option-title' }, title(card)),
-        h('span', { class: 'cg-option-path' }, location(card)),
+        h('span', { class: 'cg-option-title', dir: 'ltr' }, short(title(card))),
+        h('span', { class: 'cg-option-path', dir: 'ltr' }, short(location(card), PATH_MAX)),
         card.kind && h('span', { class: 'cg-option-kind' }, card.kind),
       ),
     );
@@ -969,7 +1040,7 @@ class CodeglossSearch extends HTMLElement {
     el.answer.hidden = false;
     el.answer.dataset.state = 'pending';
     el.answer.setAttribute('aria-busy', 'true');
-    el.answerMeta.textContent = 'Finding evidence…';
+    setText(el.answerMeta, 'Finding evidence…');
     el.answerText.replaceChildren();
     el.answerError.hidden = true;
     el.answerError.replaceChildren();
@@ -989,7 +1060,7 @@ class CodeglossSearch extends HTMLElement {
         answer.state = 'streaming';
         answer.model = msg.model || answer.model;
         el.answer.dataset.state = 'streaming';
-        el.answerMeta.textContent = answer.model ? `from ${answer.model}…` : 'Answering…';
+        setText(el.answerMeta, answer.model ? `from ${short(answer.model)}…` : 'Answering…');
         if (msg.prompt_signature) el.answerMeta.title = `prompt ${msg.prompt_signature}`;
         break;
       case 'answer-delta':
@@ -1018,7 +1089,7 @@ class CodeglossSearch extends HTMLElement {
     answer.state = state;
     this.#renderAnswer();
     const seconds = ((performance.now() - answer.t0) / 1000).toFixed(1);
-    el.answerMeta.textContent = answer.model ? `from ${answer.model}` : '';
+    setText(el.answerMeta, answer.model ? `from ${short(answer.model)}` : '');
     if (state === 'error') {
       const hint = REFUSED.test(message)
         ? h(
@@ -1056,128 +1127,29 @@ class CodeglossSearch extends HTMLElement {
 
   /** Render the answer text: fenced and inline code as code, `[n]` as links to cards. */
   #renderAnswer() {
-    const answer = this.#answer;
-    if (!answer) return;
-    const nodes = [];
-    const text = answer.text.replace(/^\s+/, '');
-    const fence = /```[^\n]*\n?([\s\S]*?)(?:```|$)/g;
-    let at = 0;
-    for (const m of text.matchAll(fence)) {
-      // The block is its own box: drop the line breaks that only delimit it.
-      nodes.push(...this.#inline(text.slice(at, m.index).replace(/\n$/, '')));
-      nodes.push(h('pre', { class: 'cg-answer-code', tabindex: '0' }, h('code', {}, m[1].replace(/\n$/, ''))));
-      at = m.index + m[0].length;
-      if (text[at] === '\n') at += 1;
-    }
-    nodes.push(...this.#inline(text.slice(at)));
-    if (!text && answer.state === 'done') nodes.push(h('span', { class: 'cg-note' }, 'The model returned no text.'));
-    this.#el.answerText.replaceChildren(...nodes);
+    if (!this.#answer) return;
+    this.#el.answerText.replaceChildren(...answerNodes(this.#answer));
+    revealBidi(this.#el.answerText); // the model's bidi controls too
   }
 
-  /** Inline code, **bold** and citations of a piece of answer text. */
-  #inline(text) {
-    return inlineCode(text, (part) =>
-      part
-        .split(/\*\*([^*\n]+)\*\*/)
-        .flatMap((piece, j) => (j % 2 === 1 ? [h('strong', {}, ...this.#citations(piece))] : this.#citations(piece))),
-    );
-  }
-
-  #citations(text) {
-    const answer = this.#answer;
-    const nodes = [];
-    let at = 0;
-    for (const m of text.matchAll(CITATION)) {
-      if (m.index > at) nodes.push(text.slice(at, m.index));
-      const numbers = m[1].split(',').map((s) => Number(s.trim()));
-      const cite = h('span', { class: 'cg-cite-group' }, '[');
-      numbers.forEach((n, k) => {
-        if (k > 0) cite.append(', ');
-        const card = answer.cards.get(n);
-        if (card && !answer.invalid.has(n)) {
-          cite.append(
-            h('a', { class: 'cg-cite', href: `#cg-card-${n}`, title: location(card), 'aria-label': `source ${n}, ${location(card)}` }, String(n)),
-          );
-        } else {
-          cite.append(
-            h(
-              'span',
-              { class: 'cg-cite-invalid', title: `No evidence card ${n}: this citation is not valid` },
-              h('s', {}, String(n)),
-              h('span', { class: 'cg-visually-hidden' }, ' (invalid citation)'),
-            ),
-          );
-        }
-      });
-      cite.append(']');
-      nodes.push(cite);
-      at = m.index + m[0].length;
-    }
-    if (at < text.length) nodes.push(text.slice(at));
-    return nodes;
+  /** What the evidence does not back: sentences given an inferred source or none, and names no card shows. */
+  #renderSupport() {
+    const nodes = supportNodes(this.#answer);
+    this.#el.support.hidden = nodes.length === 0;
+    this.#el.support.replaceChildren(...nodes);
   }
 
   /** The cited cards, in citation order; locations come from the cards themselves. */
-  /** What the evidence does not back: sentences given an inferred source or none, and names no card shows. */
-  #renderSupport() {
-    const el = this.#el.support;
-    const s = this.#answer.support;
-    const sentences = Array.isArray(s?.sentences) ? s.sentences : [];
-    const inferred = sentences.filter((x) => Number.isInteger(x?.inferred) && this.#answer.cards.has(x.inferred));
-    const unsupported = sentences.filter((x) => x?.unsupported === true);
-    const unknown = Array.isArray(s?.unknown_identifiers) ? s.unknown_identifiers.map(String) : [];
-    const items = [];
-    if (inferred.length) {
-      items.push(h('li', { class: 'cg-support-inferred' },
-        `${inferred.length} sentence${inferred.length === 1 ? '' : 's'} without a citation restate `,
-        ...inferred.flatMap((x, i) => [i ? ', ' : '', h('a', { class: 'cg-cite', href: `#cg-card-${x.inferred}` }, `[${x.inferred}]`)])));
-    }
-    if (unsupported.length) {
-      items.push(h('li', { class: 'cg-support-unsupported' },
-        `${unsupported.length} sentence${unsupported.length === 1 ? '' : 's'} match no evidence card: `,
-        ...unsupported.flatMap((x, i) => [i ? ' ' : '', h('q', {}, String(x.text))])));
-    }
-    if (unknown.length) {
-      items.push(h('li', { class: 'cg-support-unknown' }, 'Names no evidence card shows: ',
-        ...unknown.flatMap((name, i) => [i ? ', ' : '', h('code', {}, name)])));
-    }
-    el.hidden = items.length === 0;
-    el.replaceChildren(...(items.length ? [h('h3', { class: 'cg-heading' }, 'Check'), h('ul', {}, ...items)] : []));
-  }
-
   #renderSources() {
-    const answer = this.#answer;
-    const numbers = [...new Set(answer.citations.map((c) => Number(c?.n ?? c)))];
-    const cited = numbers.filter((n) => answer.cards.has(n) && !answer.invalid.has(n)).map((n) => answer.cards.get(n));
-    const el = this.#el.sources;
-    if (!cited.length) {
-      el.hidden = true;
-      el.replaceChildren();
-      return;
-    }
-    el.replaceChildren(
-      h('h3', { class: 'cg-heading' }, 'Sources'),
-      h(
-        'ul',
-        {},
-        ...cited.map((c) =>
-          h(
-            'li',
-            {},
-            h('a', { class: 'cg-cite', href: `#cg-card-${c.n}` }, `[${c.n}]`),
-            ' ',
-            h('span', { class: 'cg-source-loc' }, location(c)),
-          ),
-        ),
-      ),
-    );
-    el.hidden = false;
+    const nodes = sourceNodes(this.#answer);
+    this.#el.sources.hidden = nodes.length === 0;
+    this.#el.sources.replaceChildren(...nodes);
   }
 
   // ------------------------------------------------------ status, alert
 
   #setStatus(text, state) {
-    this.#el.statusText.textContent = text;
+    setText(this.#el.statusText, text);
     this.#el.status.dataset.state = state;
   }
 
@@ -1188,16 +1160,20 @@ class CodeglossSearch extends HTMLElement {
       el.textContent = 'Semantic search is loading…';
     } else if (state === 'off') {
       const why = clause(message);
-      el.textContent = why
+      setText(el, why
         ? `Semantic search is off: ${why}. Keyword and structure search still work.`
-        : 'Semantic search is off. Keyword and structure search still work.';
+        : 'Semantic search is off. Keyword and structure search still work.');
     } else {
       el.textContent = '';
     }
   }
 
-  #showAlert(message) {
-    this.#el.alert.replaceChildren(h('p', {}, message));
+  /** An error for the reader; `detail`, when given, is for the site's maintainer. */
+  #showAlert(message, detail) {
+    this.#el.alert.replaceChildren(
+      h('p', {}, message),
+      detail ? h('details', { class: 'cg-alert-detail' }, h('summary', {}, 'Details for the maintainer'), String(detail)) : null,
+    );
   }
 
   #clearAlert() {

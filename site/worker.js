@@ -4,14 +4,22 @@
 // through the Cache API), runs searches, builds the answer prompt and
 // streams the answer from the configured OpenAI-compatible endpoint.
 // The protocol with the widget is documented in site/README.md.
+//
+// Every file the manifest names is checked against its size and sha256
+// before it is cached or used, so a damaged copy never stays in a reader's
+// browser: once the site's file is fixed, the next load gets it.
 
 import init, { Engine, searchShard, chatCompletion } from './pkg/codegloss_wasm.js';
+import { endpointRefusal } from './policy.js';
 
 const ANSWER_BUDGET_TOKENS = 3000;
 const ANSWER_TEMPERATURE = 0.1;
 const ANSWER_MAX_TOKENS = 512;
 const ANSWER_TIMEOUT_MS = 300000;
 const SHARD_CACHE = 'codegloss-shards-v1';
+/** What a reader is told when a file of the site does not match its manifest. */
+const DAMAGED = "This site's index is damaged; tell its maintainer.";
+const OTHER_VERSION = "This site's index was written by another version of codegloss; tell its maintainer.";
 
 let engine = null;
 let indexBase = null;
@@ -23,6 +31,12 @@ let semanticLoad = null;
 // a `semantic` message (benchmarks measure the phases apart).
 let semanticMode = 'auto';
 let bytesFetched = 0;
+// The size and sha256 of every file the manifest names, by absolute URL.
+let expected = new Map();
+// The page's <meta> Content-Security-Policy texts (a <meta> policy does not
+// reach a worker; a header policy does, and reports what it blocks).
+let policies = [];
+const violations = []; // the latest {blocked, directive, policy, at}
 // Searches run one at a time (they share the engine's last retrieval);
 // answer streaming runs outside this chain.
 let chain = Promise.resolve();
@@ -30,31 +44,98 @@ let chain = Promise.resolve();
 const post = (msg) => self.postMessage(msg);
 const message = (e) => (e && e.message) ? e.message : String(e);
 
-async function fetchBytes(url, { immutable }) {
-  const cache = immutable && self.caches ? await self.caches.open(SHARD_CACHE).catch(() => null) : null;
-  if (cache) {
-    const hit = await cache.match(url);
-    if (hit) return new Uint8Array(await hit.arrayBuffer());
+/** A file of the site that does not match its manifest: `message` is for the reader, `detail` for its maintainer. */
+class Damaged extends Error {
+  constructor(detail, text = DAMAGED) {
+    super(text);
+    this.detail = detail;
   }
+}
+
+/** The engine's messages that mean the index files are damaged or of another version. */
+function forReader(e) {
+  if (e instanceof Damaged) return e;
+  const m = message(e);
+  if (/index format version \d+ is not supported/.test(m)) return new Damaged(m, OTHER_VERSION);
+  if (/checksum mismatch|truncated index data|not a codegloss index file|cannot decode payload|unexpected trailing bytes/.test(m)) {
+    return new Damaged(m);
+  }
+  return e;
+}
+
+self.addEventListener('securitypolicyviolation', (e) => {
+  violations.push({ blocked: e.blockedURI, directive: e.effectiveDirective, policy: e.originalPolicy, at: performance.now() });
+  if (violations.length > 16) violations.shift();
+  post({ type: 'policy-violation', directive: e.effectiveDirective, blocked: e.blockedURI });
+});
+
+async function sha256Hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** Whether `bytes` are the file the manifest describes (`want`: {bytes, sha256}; none: nothing to check). */
+async function intact(bytes, want) {
+  if (!want) return true;
+  if (bytes.byteLength !== want.bytes) return false;
+  // Web Crypto (like the Cache API) exists only in secure contexts; without
+  // it nothing is cached, and the engine checks every shard itself.
+  if (!self.crypto?.subtle) return true;
+  return (await sha256Hex(bytes)) === want.sha256;
+}
+
+async function download(url, mode) {
   let response;
   try {
-    response = await fetch(url, { cache: immutable ? 'default' : 'no-cache' });
+    response = await fetch(url, { cache: mode });
   } catch (e) {
     throw new Error(`cannot fetch ${url}: ${message(e)}`);
   }
   if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
   const buffer = await response.arrayBuffer();
   bytesFetched += buffer.byteLength;
-  if (cache) {
-    await cache.put(url, new Response(buffer.slice(0), { headers: { 'content-type': 'application/octet-stream' } })).catch(() => {});
-  }
   return new Uint8Array(buffer);
+}
+
+// Fetch a file; immutable ones (named by content hash) go through the Cache
+// API. Bytes the manifest describes are checked before they are cached or
+// used: a damaged cached copy is evicted, a damaged reply (perhaps from the
+// HTTP cache) is fetched once more from the server, and bytes still wrong
+// mean the site's file itself is damaged.
+async function fetchBytes(url, { immutable, want = expected.get(url) }) {
+  const cache = immutable && self.caches ? await self.caches.open(SHARD_CACHE).catch(() => null) : null;
+  if (cache) {
+    const hit = await cache.match(url).catch(() => undefined);
+    const bytes = hit && await hit.arrayBuffer().then((b) => new Uint8Array(b), () => null);
+    if (bytes && await intact(bytes, want)) return bytes;
+    if (hit) await cache.delete(url).catch(() => {});
+  }
+  let bytes = await download(url, immutable ? 'default' : 'no-cache');
+  if (!(await intact(bytes, want))) {
+    bytes = await download(url, 'reload');
+    if (!(await intact(bytes, want))) {
+      const got = bytes.byteLength === want.bytes ? 'bytes whose sha256 differs' : `${bytes.byteLength} bytes`;
+      throw new Damaged(`${url}: the server sends ${got}; the manifest lists ${want.bytes} bytes, sha256 ${want.sha256}`);
+    }
+  }
+  if (cache) {
+    await cache.put(url, new Response(bytes.slice(0), { headers: { 'content-type': 'application/octet-stream' } })).catch(() => {});
+  }
+  return bytes;
 }
 
 async function open(indexUrl) {
   await init();
   indexBase = new URL('.', indexUrl);
   const manifestText = new TextDecoder().decode(await fetchBytes(indexUrl, { immutable: false }));
+  try {
+    const m = JSON.parse(manifestText);
+    for (const f of [...(m.shards || []), ...(m.model_files || [])]) {
+      expected.set(new URL(f.name, indexBase).href, { bytes: f.bytes, sha256: String(f.sha256).toLowerCase() });
+    }
+  } catch {
+    expected = new Map(); // searchShard below reports what is wrong with it
+  }
   const searchName = searchShard(manifestText);
   const search = await fetchBytes(new URL(searchName, indexBase).href, { immutable: true });
   // '{}': rank with the settings the manifest carries (those of `codegloss query`).
@@ -72,18 +153,10 @@ function semanticUnavailable(info) {
   return null;
 }
 
-async function sha256Hex(bytes) {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
+// Checked against its sha256 in the manifest by fetchBytes.
 async function modelFile(info, role) {
   const f = info.model_files.find((m) => m.role === role);
-  const bytes = await fetchBytes(new URL(f.name, indexBase).href, { immutable: true });
-  if (crypto.subtle && (await sha256Hex(bytes)) !== f.sha256) {
-    throw new Error(`${f.name}: sha256 does not match the index manifest`);
-  }
-  return bytes;
+  return fetchBytes(new URL(f.name, indexBase).href, { immutable: true });
 }
 
 // Load the embedding runtime, model, tokenizer and vectors; afterwards
@@ -92,6 +165,7 @@ async function loadSemantic() {
   const info = JSON.parse(engine.info());
   if (semanticUnavailable(info)) return;
   post({ type: 'semantic', state: 'loading', message: 'loading the embedding model' });
+  let binary = null;
   try {
     const ortUrl = new URL('./ort/ort.wasm.min.mjs', import.meta.url).href;
     const embedUrl = new URL('./embed/codegloss_wasm_embed.js', import.meta.url).href;
@@ -108,7 +182,7 @@ async function loadSemantic() {
     ort.env.wasm.wasmPaths = new URL('./ort/', import.meta.url).href;
     ort.env.wasm.numThreads = 1;
     ort.env.wasm.proxy = false;
-    const binary = new URL(`./ort/ort-wasm-simd-threaded.wasm?v=${ort.env.versions.web}`, import.meta.url).href;
+    binary = new URL(`./ort/ort-wasm-simd-threaded.wasm?v=${ort.env.versions.web}`, import.meta.url).href;
     ort.env.wasm.wasmBinary = await fetchBytes(binary, { immutable: true });
     const session = await ort.InferenceSession.create(model, { executionProviders: ['wasm'] });
     const encoder = new embedModule.QueryEncoder(tokenizer, engine.embeddingSpec());
@@ -119,7 +193,11 @@ async function loadSemantic() {
     post({ type: 'semantic', state: 'on', message: `${info.embedding.model_id} in the browser` });
   } catch (e) {
     semantic = null;
-    post({ type: 'semantic', state: 'off', message: `the embedding model did not load: ${message(e)}` });
+    // The runtime's binary has no hash in the manifest: a broken cached copy
+    // must not outlive this page.
+    if (binary && self.caches) await self.caches.open(SHARD_CACHE).then((c) => c.delete(binary)).catch(() => {});
+    const m = e instanceof Damaged ? `${e.message} (${e.detail})` : message(e);
+    post({ type: 'semantic', state: 'off', message: `the embedding model did not load: ${m}` });
   }
 }
 
@@ -221,10 +299,13 @@ async function handleAsk(id, query, settings) {
   const endpoint = (settings && settings.endpoint || '').trim();
   const model = (settings && settings.model || '').trim();
   if (!endpoint) throw Object.assign(new Error('no answer endpoint is set (open the settings)'), { answer: true });
+  const refused = endpointRefusal(endpoint, policies, self.location.href);
+  if (refused) throw Object.assign(new Error(refused), { answer: true });
   post({ type: 'answer-start', id, model, prompt_signature: prompt.prompt_signature });
   let reply;
   const cancel = new AbortController();
   answering.set(id, cancel);
+  const asked = performance.now();
   try {
     reply = JSON.parse(await chatCompletion(
       endpoint, model, settings.apiKey || undefined, JSON.stringify(prompt.messages),
@@ -233,7 +314,7 @@ async function handleAsk(id, query, settings) {
       cancel.signal,
     ));
   } catch (e) {
-    throw Object.assign(new Error(message(e)), { answer: true });
+    throw Object.assign(new Error((await blockedByPolicy(endpoint, asked)) || message(e)), { answer: true });
   } finally {
     answering.delete(id);
   }
@@ -242,6 +323,16 @@ async function handleAsk(id, query, settings) {
     type: 'answer-done', id, text: reply.text, citations: checked.citations, invalid: checked.invalid,
     cited_share: checked.cited_share, support: checked.support, prompt_tokens: reply.prompt_tokens, completion_tokens: reply.completion_tokens,
   });
+}
+
+// When the site's header policy blocked the call to `endpoint`, why (a
+// blocked request fails like an unreachable server; the violation event
+// follows the failure).
+async function blockedByPolicy(endpoint, since) {
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const origin = (u) => { try { return new URL(u).origin; } catch { return null; } };
+  const v = violations.find((x) => x.at >= since && x.directive === 'connect-src' && origin(x.blocked) === origin(endpoint));
+  return v ? endpointRefusal(endpoint, [v.policy], self.location.href) : null;
 }
 
 // Answers streaming now, by request id: `cancel` stops one.
@@ -258,6 +349,7 @@ self.onmessage = async (event) => {
     }
     if (msg.type === 'init') {
       if (msg.semantic === 'manual') semanticMode = 'manual';
+      if (Array.isArray(msg.policies)) policies = msg.policies.map(String);
       opened = open(msg.index);
       await opened;
       return;
@@ -285,9 +377,10 @@ self.onmessage = async (event) => {
         post({ type: 'ranked', id: msg.id, ms, total_ms: performance.now() - t1, embed_ms: t1 - t0, result });
       }));
     }
-  } catch (e) {
+  } catch (err) {
+    const e = forReader(err);
     if (e && e.answer) post({ type: 'answer-error', id: msg.id, message: message(e) });
-    else post({ type: 'error', id: msg.id, message: message(e) });
+    else post({ type: 'error', id: msg.id, message: message(e), detail: e instanceof Damaged ? e.detail : undefined });
     chain = Promise.resolve();
   }
 };

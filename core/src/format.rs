@@ -33,8 +33,9 @@ use crate::vectors::HnswParams;
 
 /// Magic number at the start of every data file.
 pub const MAGIC: [u8; 8] = *b"CGLOSSIX";
-/// Version of the index format. Bump on any change to the serialised types.
-pub const FORMAT_VERSION: u32 = 3;
+/// Version of the index format. Bump on any change to the serialised types
+/// (4: every chunk carries its [`crate::model::CodeFrame`]).
+pub const FORMAT_VERSION: u32 = 4;
 /// Size of the fixed header in bytes.
 pub const HEADER_LEN: usize = 8 + 4 + 1 + 3 + 8 + 32;
 /// Upper bound on a decoded payload, so that a hostile length cannot make
@@ -219,13 +220,10 @@ pub fn decode_data_file<T: DeserializeOwned>(
             computed: hex::encode(computed),
         });
     }
-    let (value, used) =
-        bincode::serde::decode_from_slice(payload, bincode_config()).map_err(|e| {
-            CoreError::Decode {
-                file: file.to_string(),
-                message: e.to_string(),
-            }
-        })?;
+    let (value, used) = crate::bounded::decode(payload).map_err(|e| CoreError::Decode {
+        file: file.to_string(),
+        message: e.to_string(),
+    })?;
     if used != payload.len() {
         return Err(CoreError::Decode {
             file: file.to_string(),
@@ -395,17 +393,40 @@ impl Manifest {
         Ok(m)
     }
 
-    /// Check one data file's bytes against the manifest entry.
-    pub fn verify_data_file(&self, kind: DataKind, bytes: &[u8]) -> Result<(), CoreError> {
-        let name = kind.file_name();
+    /// The manifest's entry for one data file. Its name comes from an
+    /// untrusted file, so it must be a plain file name in the index folder
+    /// (`[A-Za-z0-9._-]`, ending in `.bin`, not hidden): never a path.
+    pub fn data_file(&self, kind: DataKind) -> Result<&DataFileInfo, CoreError> {
         let info = self
             .data_files
             .iter()
             .find(|d| d.kind == kind)
             .ok_or_else(|| CoreError::Inconsistent {
-                file: name.into(),
+                file: kind.file_name().into(),
                 message: "not listed in manifest.json".into(),
             })?;
+        let plain = info.name.ends_with(".bin")
+            && !info.name.starts_with('.')
+            && info
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !plain {
+            return Err(CoreError::Inconsistent {
+                file: kind.file_name().into(),
+                message: format!(
+                    "manifest.json names its data file {:?}, which is not a plain file name",
+                    info.name
+                ),
+            });
+        }
+        Ok(info)
+    }
+
+    /// Check one data file's bytes against the manifest entry.
+    pub fn verify_data_file(&self, kind: DataKind, bytes: &[u8]) -> Result<(), CoreError> {
+        let info = self.data_file(kind)?;
+        let name = info.name.as_str();
         let computed = sha256_hex(bytes);
         if info.bytes != bytes.len() as u64 || info.sha256 != computed {
             return Err(CoreError::ChecksumMismatch {
@@ -616,5 +637,54 @@ impl IndexData {
     /// Edges of one kind, counted.
     pub fn count_edges(&self, kind: EdgeKind) -> usize {
         self.edges.iter().filter(|e| e.kind == kind).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A string as the decoder hands it over: `true` when borrowed from the
+    /// payload (its length checked against the bytes there), `false` when
+    /// the decoder allocated it owned, as long as its prefix said.
+    struct Probe(bool);
+
+    impl<'de> Deserialize<'de> for Probe {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl serde::de::Visitor<'_> for V {
+                type Value = Probe;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Probe, E> {
+                    Ok(Probe(true))
+                }
+                fn visit_string<E>(self, _: String) -> Result<Probe, E> {
+                    Ok(Probe(false))
+                }
+            }
+            d.deserialize_string(V)
+        }
+    }
+
+    #[test]
+    fn strings_are_checked_against_the_payload_before_they_are_allocated() {
+        // Found by `cargo xtask fuzz` (index_data): 79 bytes of entities.bin
+        // announced a 100 MB string, which bincode allocated (zeroed) before
+        // it found the bytes missing.
+        let bytes = encode_data_file(DataKind::Files, &"x".to_string()).unwrap();
+        let probe: Probe = decode_data_file("files.bin", DataKind::Files, &bytes).unwrap();
+        assert!(probe.0, "the string was allocated before it was read");
+        let mut payload = vec![253]; // varint: a u32 follows
+        payload.extend_from_slice(&100_000_000u32.to_le_bytes());
+        payload.push(b'x');
+        let mut file = encode_data_file(DataKind::Files, &()).unwrap();
+        file.truncate(16);
+        file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        file.extend_from_slice(&Sha256::digest(&payload));
+        file.extend_from_slice(&payload);
+        let err = decode_data_file::<String>("files.bin", DataKind::Files, &file).unwrap_err();
+        assert!(matches!(err, CoreError::Decode { .. }), "{err}");
     }
 }

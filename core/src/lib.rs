@@ -13,13 +13,16 @@
 //!   dependency tree.
 
 pub mod answer;
+mod bounded;
 pub mod embed;
 pub mod error;
 pub mod format;
 pub mod lexical;
+pub mod lines;
 pub mod model;
 pub mod query;
 pub mod retrieve;
+pub mod sse;
 pub mod support;
 pub mod text;
 pub mod vectors;

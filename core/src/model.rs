@@ -440,8 +440,12 @@ pub struct Chunk {
     pub parameters: String,
     /// Leading doc comment.
     pub leading_comment: Option<String>,
-    /// Source text of this chunk (split parts repeat the signature as a header).
+    /// Source text of this chunk. A part of a split class or function
+    /// repeats the signature as a header and carries part markers; `frame`
+    /// says which lines those are.
     pub code: String,
+    /// Which lines of `code` are not the file's own text (see [`CodeFrame`]).
+    pub frame: CodeFrame,
     /// First line (1-based).
     pub start_line: u32,
     /// Last line (1-based, inclusive).
@@ -450,6 +454,28 @@ pub struct Chunk {
     pub module: String,
     /// Section path for documentation.
     pub section_path: Option<String>,
+}
+
+/// Which lines of a chunk's `code` are not the file's own text.
+///
+/// `code` is `prelude_lines` lines of prelude, then the file's own lines
+/// from `start_line` on (all of `start_line..=end_line`; the first may
+/// begin and the last end inside the line, where the entity does; a
+/// namespace chunk shows only its one-line head), then `trailer_lines`
+/// lines of trailer. Only parts of a split class or function have them:
+/// a later part opens with the signature repeated from line
+/// `prelude_from` and a `// [part i/n]` marker, every part but the last
+/// closes with `// [continues in part j/n]`. They are embedded and
+/// keyword-indexed with the code (the signature says what the part
+/// belongs to), but a reader must not take them for the file's lines.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodeFrame {
+    /// Leading lines of `code` that are not the file's text at these lines.
+    pub prelude_lines: u32,
+    /// The line of the file the repeated signature starts at (0 without a prelude).
+    pub prelude_from: u32,
+    /// Trailing lines of `code` that are not the file's text.
+    pub trailer_lines: u32,
 }
 
 /// Kinds of edge in the structure graph.

@@ -1,5 +1,9 @@
 //! Small text utilities shared by the indexer and the browser: token
-//! estimates and identifier handling that must agree on both sides.
+//! estimates, identifier handling that must agree on both sides, and the
+//! bidirectional control characters of "Trojan Source" (CVE-2021-42574),
+//! found and made visible.
+
+use std::borrow::Cow;
 
 /// A conservative estimate of how many model tokens a text takes when no
 /// tokenizer is at hand: one token per three characters, rounded up.
@@ -9,6 +13,62 @@
 /// built on it are kept.
 pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(3)
+}
+
+/// Whether `c` is a Unicode bidirectional control character: the
+/// embeddings and overrides U+202A–U+202E, the isolates U+2066–U+2069,
+/// and the implicit marks U+200E, U+200F and U+061C. A terminal or a
+/// browser reorders the text around them, so that code can read
+/// differently from what a compiler sees.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+    )
+}
+
+/// The Unicode name of a bidirectional control character (empty for any
+/// other character).
+pub fn bidi_name(c: char) -> &'static str {
+    match c {
+        '\u{202A}' => "LEFT-TO-RIGHT EMBEDDING",
+        '\u{202B}' => "RIGHT-TO-LEFT EMBEDDING",
+        '\u{202C}' => "POP DIRECTIONAL FORMATTING",
+        '\u{202D}' => "LEFT-TO-RIGHT OVERRIDE",
+        '\u{202E}' => "RIGHT-TO-LEFT OVERRIDE",
+        '\u{2066}' => "LEFT-TO-RIGHT ISOLATE",
+        '\u{2067}' => "RIGHT-TO-LEFT ISOLATE",
+        '\u{2068}' => "FIRST STRONG ISOLATE",
+        '\u{2069}' => "POP DIRECTIONAL ISOLATE",
+        '\u{200E}' => "LEFT-TO-RIGHT MARK",
+        '\u{200F}' => "RIGHT-TO-LEFT MARK",
+        '\u{061C}' => "ARABIC LETTER MARK",
+        _ => "",
+    }
+}
+
+/// The bidirectional control characters of `text` with their byte offsets,
+/// in order.
+pub fn bidi_controls(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
+    text.char_indices().filter(|&(_, c)| is_bidi_control(c))
+}
+
+/// `text` with every bidirectional control character written out as
+/// `<U+XXXX>` (as rustc shows them), so that it cannot reorder the text
+/// around it; borrowed when there is none.
+pub fn reveal_bidi(text: &str) -> Cow<'_, str> {
+    if bidi_controls(text).next().is_none() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_bidi_control(c) {
+            out.push_str(&format!("<U+{:04X}>", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -22,5 +82,33 @@ mod tests {
         assert_eq!(estimate_tokens("abc"), 1);
         assert_eq!(estimate_tokens("abcd"), 2);
         assert!(estimate_tokens("void f(int x);") >= 4);
+    }
+
+    #[test]
+    fn bidi_controls_are_found_and_revealed() {
+        let all = "\u{202A}\u{202B}\u{202C}\u{202D}\u{202E}\u{2066}\u{2067}\u{2068}\u{2069}\u{200E}\u{200F}\u{061C}";
+        assert_eq!(bidi_controls(all).count(), 12);
+        assert!(all.chars().all(|c| !bidi_name(c).is_empty()));
+        let s = "abc\u{202E}fdp.exe\u{202C} é";
+        assert_eq!(
+            bidi_controls(s).collect::<Vec<_>>(),
+            vec![(3, '\u{202E}'), (13, '\u{202C}')]
+        );
+        assert_eq!(reveal_bidi(s), "abc<U+202E>fdp.exe<U+202C> é");
+        assert_eq!(
+            reveal_bidi("src/rtl\u{202E}ppc.exe.hpp"),
+            "src/rtl<U+202E>ppc.exe.hpp"
+        );
+        assert_eq!(reveal_bidi("\u{061C}\u{200F}"), "<U+061C><U+200F>");
+        // Text without them is borrowed as is; neighbours are not controls.
+        for plain in [
+            "",
+            "plain ascii",
+            "עברית ومرحبا",
+            "\u{200D}\u{2060}\u{202F}\u{2065}",
+        ] {
+            assert!(matches!(reveal_bidi(plain), Cow::Borrowed(p) if p == plain));
+            assert_eq!(bidi_controls(plain).count(), 0);
+        }
     }
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::embed::{EmbeddingSpec, Quantization};
 use crate::error::CoreError;
-use crate::format::{decode_data_file, encode_data_file, DataKind};
+use crate::format::{decode_data_file, encode_data_file, DataKind, HEADER_LEN};
 
 /// An int8 vector: `value[i] ≈ scale * data[i]`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -257,11 +257,23 @@ impl VectorIndex {
         encode_data_file(DataKind::Vectors, self)
     }
 
-    /// Decode and check a `vectors.bin` data file.
+    /// Decode and check a `vectors.bin` data file, its HNSW graph included.
     pub fn decode(bytes: &[u8]) -> Result<Self, CoreError> {
         let mut v: VectorIndex =
             decode_data_file(DataKind::Vectors.file_name(), DataKind::Vectors, bytes)?;
         v.check()?;
+        // The header and checksum are checked: the payload follows it.
+        let bad = |message: String| CoreError::Inconsistent {
+            file: DataKind::Vectors.file_name().into(),
+            message,
+        };
+        let (stored, _): (StoredIndex, usize) = crate::bounded::decode(&bytes[HEADER_LEN..])
+            .map_err(|e| bad(format!("cannot read the HNSW graph: {e}")))?;
+        match &stored.store {
+            StoredStore::Int8(m) => m.hnsw.check(),
+            StoredStore::F32(m) => m.hnsw.check(),
+        }
+        .map_err(|e| bad(format!("HNSW graph: {e}")))?;
         Ok(v)
     }
 
@@ -400,6 +412,117 @@ impl VectorIndex {
             total += found as f64 / exact.len() as f64;
         }
         Ok(total / queries.len() as f64)
+    }
+}
+
+/// The serialised layout of [`VectorIndex`], read a second time on load for
+/// the HNSW graph, whose fields instant-distance keeps private: a graph
+/// from a file is checked before any search walks it (a neighbour id past
+/// its layer, or a layer larger than the one below, would index out of
+/// range inside instant-distance and panic).
+#[derive(Deserialize)]
+struct StoredIndex {
+    _spec: EmbeddingSpec,
+    _quantization: Quantization,
+    _hnsw: HnswParams,
+    _keys: Vec<[u8; 16]>,
+    store: StoredStore,
+}
+
+/// [`VectorStore`]'s layout (same variants, same order).
+#[derive(Deserialize)]
+enum StoredStore {
+    Int8(StoredMap<QVec>),
+    F32(StoredMap<FVec>),
+}
+
+/// `instant_distance::HnswMap`'s layout.
+#[derive(Deserialize)]
+struct StoredMap<P> {
+    hnsw: StoredGraph<P>,
+    _values: Vec<u32>,
+}
+
+/// `instant_distance::Hnsw`'s layout: the points, the zero layer (one node
+/// of `2 * M` neighbour ids per point) and the upper layers (`M` ids per
+/// node), the lowest first; `u32::MAX` ends a node's list.
+#[derive(Deserialize)]
+struct StoredGraph<P> {
+    _ef_search: usize,
+    points: Vec<P>,
+    zero: Vec<Links<{ 2 * HNSW_M }>>,
+    layers: Vec<Vec<Links<HNSW_M>>>,
+}
+
+/// instant-distance's `M`: neighbours per node in the upper layers.
+const HNSW_M: usize = 32;
+
+/// One node's neighbour ids (a fixed-size tuple of `PointId(u32)`).
+struct Links<const N: usize>([u32; N]);
+
+impl<'de, const N: usize> Deserialize<'de> for Links<N> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<const N: usize>;
+        impl<'de, const N: usize> serde::de::Visitor<'de> for Visit<N> {
+            type Value = Links<N>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "{N} neighbour ids")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Links<N>, A::Error> {
+                let mut ids = [u32::MAX; N];
+                for (i, id) in ids.iter_mut().enumerate() {
+                    *id = seq
+                        .next_element()?
+                        .ok_or_else(|| serde::de::Error::invalid_length(i, &self))?;
+                }
+                Ok(Links(ids))
+            }
+        }
+        d.deserialize_tuple(N, Visit::<N>)
+    }
+}
+
+impl<P> StoredGraph<P> {
+    /// Every id a search can reach lies inside the layer it indexes.
+    fn check(&self) -> Result<(), String> {
+        let n = self.points.len();
+        if self.zero.len() != n {
+            return Err(format!(
+                "{n} points but {} zero-layer nodes",
+                self.zero.len()
+            ));
+        }
+        fn ids_below<const N: usize>(nodes: &[Links<N>], bound: usize) -> bool {
+            nodes.iter().all(|node| {
+                node.0
+                    .iter()
+                    .take_while(|&&id| id != u32::MAX)
+                    .all(|&id| (id as usize) < bound)
+            })
+        }
+        if !ids_below(&self.zero, n) {
+            return Err("a zero-layer neighbour is not a point".into());
+        }
+        // A search starts at point 0 in the top layer and carries its
+        // candidates down, so each layer must fit in the one below it.
+        let mut below = n;
+        for (i, layer) in self.layers.iter().enumerate() {
+            if layer.len() > below || (layer.is_empty() && n > 0) {
+                return Err(format!(
+                    "layer {} has {} nodes, the layer below {below}",
+                    i + 1,
+                    layer.len()
+                ));
+            }
+            if !ids_below(layer, layer.len()) {
+                return Err(format!("a neighbour in layer {} is outside it", i + 1));
+            }
+            below = layer.len();
+        }
+        Ok(())
     }
 }
 
@@ -584,5 +707,56 @@ mod tests {
         assert_ne!(a, embedding_key("n", 1, "text"));
         assert_ne!(a, embedding_key("m", 2, "text"));
         assert_ne!(a, embedding_key("m", 1, "text "));
+    }
+
+    /// `bytes` (a `vectors.bin`) with its header's checksum made right again.
+    fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
+        use sha2::{Digest, Sha256};
+        let sum = Sha256::digest(&bytes[HEADER_LEN..]);
+        bytes[24..56].copy_from_slice(&sum);
+        bytes
+    }
+
+    #[test]
+    fn built_graphs_pass_the_graph_check() {
+        for (n, quant) in [
+            (1, Quantization::F32),
+            (3, Quantization::Int8),
+            (600, Quantization::Int8),
+        ] {
+            let v = index(&vectors(n, 16), quant);
+            let bytes = v.encode().unwrap();
+            let back = VectorIndex::decode(&bytes).unwrap();
+            assert_eq!(
+                back.search_hnsw(&vectors(1, 16)[0], 5).unwrap().len(),
+                n.min(5)
+            );
+            let (stored, _): (StoredIndex, usize) =
+                crate::bounded::decode(&bytes[HEADER_LEN..]).unwrap();
+            let StoredStore::Int8(m) = stored.store else {
+                continue;
+            };
+            // Enough points for upper layers, each smaller than the one below.
+            assert_eq!(m.hnsw.layers.is_empty(), n < 100, "{n} points");
+        }
+    }
+
+    #[test]
+    fn a_graph_neighbour_outside_the_points_is_rejected_on_load() {
+        // Found by `cargo xtask fuzz` (index_data): a vectors.bin whose zero
+        // layer names point 111 of 92 decoded, and its first HNSW search
+        // panicked inside instant-distance.
+        let bytes = index(&vectors(3, 2), Quantization::F32).encode().unwrap();
+        // The zero layer: each node lists its neighbours (one-byte varints
+        // here), then u32::MAX (0xfc and four 0xff bytes) ends the list.
+        let end = [0xfc, 0xff, 0xff, 0xff, 0xff];
+        let at = (HEADER_LEN..bytes.len() - 5)
+            .find(|&i| bytes[i] < 3 && bytes[i + 1..i + 6] == end)
+            .expect("a zero-layer node");
+        let mut bad = bytes.clone();
+        bad[at] = 100;
+        let err = VectorIndex::decode(&reseal(bad)).err().expect("rejected");
+        assert!(err.to_string().contains("HNSW graph"), "{err}");
+        assert!(VectorIndex::decode(&bytes).is_ok());
     }
 }

@@ -10,9 +10,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use codegloss_core::format::{sha256_hex, DataFileInfo, HEADER_LEN};
 use codegloss_core::{
-    decode_data_file, encode_data_file, Chunk, CoreError, DataKind, Edge, EdgeKind, Entity,
-    EntityKind, Gloss, GlossSource, Include, IndexData, Language, Manifest, Param, ParseStats,
-    Scope, SourceFile, SourceType, Span, FORMAT_VERSION, MAGIC,
+    decode_data_file, encode_data_file, Chunk, CodeFrame, CoreError, DataKind, Edge, EdgeKind,
+    Entity, EntityKind, Gloss, GlossSource, Include, IndexData, Language, Manifest, Param,
+    ParseStats, Scope, SourceFile, SourceType, Span, FORMAT_VERSION, MAGIC,
 };
 
 // ---------------------------------------------------------------------------
@@ -103,6 +103,7 @@ fn chunk(id: u32, owner: &Entity, part: u16, parts: u16, path: &str, code: &str)
             .join(", "),
         leading_comment: owner.doc_comment.clone(),
         code: code.to_string(),
+        frame: CodeFrame::default(),
         start_line: span.start_line,
         end_line: span.end_line,
         module: owner.module.clone(),
@@ -287,15 +288,30 @@ fn sample() -> IndexData {
             "src/Field/BareField.h",
             "void fillHalo();",
         ),
-        chunk(2, &entities[4], 1, 2, "src/Field/BareField.hpp", &long_code),
-        chunk(
-            3,
-            &entities[4],
-            2,
-            2,
-            "src/Field/BareField.hpp",
-            "halo_m.fillHalo(dview_m, layout_m);",
-        ),
+        Chunk {
+            frame: CodeFrame {
+                prelude_lines: 0,
+                prelude_from: 0,
+                trailer_lines: 1,
+            },
+            ..chunk(2, &entities[4], 1, 2, "src/Field/BareField.hpp", &long_code)
+        },
+        Chunk {
+            // A later part: the signature repeated, its marker, one line.
+            frame: CodeFrame {
+                prelude_lines: 2,
+                prelude_from: 40,
+                trailer_lines: 0,
+            },
+            ..chunk(
+                3,
+                &entities[4],
+                2,
+                2,
+                "src/Field/BareField.hpp",
+                "void BareField::fillHalo() {\n    // [part 2/2]\n    halo_m.fillHalo(dview_m, layout_m);",
+            )
+        },
         chunk(
             4,
             &entities[7],

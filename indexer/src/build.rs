@@ -22,7 +22,7 @@ use crate::cpp::{self, ParsedCpp, RawEntity};
 use crate::docs::{self, DocSection};
 use crate::error::{IndexError, Warning};
 use crate::walk::{self, FileEntry};
-use crate::{chunk, gloss};
+use crate::{bidi, chunk, gloss};
 
 /// What a build produced.
 #[derive(Debug)]
@@ -58,7 +58,7 @@ fn warn(path: &str, line: Option<u32>, message: impl Into<String>) -> Warning {
 fn process_file(entry: FileEntry, cfg: &Config) -> Result<FileResult, Warning> {
     let loaded = walk::load(&entry, &cfg.files)?
         .ok_or_else(|| warn(&entry.rel_path, None, "skipped: nothing to read"))?;
-    let mut warnings = Vec::new();
+    let mut warnings = bidi::warnings(&entry.rel_path, &loaded.text);
     if loaded.lossy_utf8 {
         warnings.push(warn(
             &entry.rel_path,
@@ -135,18 +135,23 @@ pub fn build_index(
             r
         })
         .collect();
+    // Each result: its place in `files`, or the warning that skipped it.
     let mut files = Vec::new();
+    let mut order: Vec<Result<usize, Warning>> = Vec::new();
     for r in results {
-        match r {
-            Ok(f) => {
-                warnings.extend(f.warnings.iter().cloned());
-                files.push(f);
-            }
+        order.push(r.map(|f| {
+            files.push(f);
+            files.len() - 1
+        }));
+    }
+    progress.set_message("building graph");
+    let (data, chunk_warnings) = assemble(root, &files, cfg);
+    for o in order {
+        match o {
+            Ok(i) => warnings.extend(files[i].warnings.iter().chain(&chunk_warnings[i]).cloned()),
             Err(w) => warnings.push(w),
         }
     }
-    progress.set_message("building graph");
-    let data = assemble(root, files, cfg);
     Ok(BuildOutput { data, warnings })
 }
 
@@ -259,7 +264,8 @@ fn normalise(path: &str) -> String {
     parts.join("/")
 }
 
-fn assemble(root: &Path, files: Vec<FileResult>, cfg: &Config) -> IndexData {
+/// The index content, and the warnings of the chunk stage per file.
+fn assemble(root: &Path, files: &[FileResult], cfg: &Config) -> (IndexData, Vec<Vec<Warning>>) {
     let paths: Vec<&str> = files.iter().map(|f| f.entry.rel_path.as_str()).collect();
     let by_path: HashMap<&str, FileId> = paths
         .iter()
@@ -309,7 +315,7 @@ fn assemble(root: &Path, files: Vec<FileResult>, cfg: &Config) -> IndexData {
     // Modules: every folder holding an indexed file, and its ancestors.
     let mut module_paths: BTreeSet<String> = BTreeSet::new();
     module_paths.insert(".".into());
-    for f in &files {
+    for f in files {
         let mut m = f.entry.module.clone();
         while m != "." && !m.is_empty() {
             module_paths.insert(m.clone());
@@ -468,8 +474,14 @@ fn assemble(root: &Path, files: Vec<FileResult>, cfg: &Config) -> IndexData {
     gloss::structural_glosses(&mut data);
     let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
     crate::concepts::fill_concepts(&mut data, &texts, &cfg.concepts);
-    data.chunks = chunk::build_chunks(&data, &texts, &doc_of, &raw_of, &cfg.chunk);
-    data
+    let chunked = chunk::build_chunks(&data, &texts, &doc_of, &raw_of, &cfg.chunk);
+    data.chunks = chunked.chunks;
+    let mut warnings: Vec<Vec<Warning>> = vec![Vec::new(); files.len()];
+    for (fid, w) in chunked.warnings {
+        data.files[fid as usize].warnings.push(w.to_string());
+        warnings[fid as usize].push(w);
+    }
+    (data, warnings)
 }
 
 /// Strip template arguments from every `::` segment.

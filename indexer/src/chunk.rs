@@ -5,19 +5,23 @@
 //! symbol_name, parent_symbol, class_name, return_type, parameters,
 //! leading_comment, code) plus line range and module. Function and class
 //! bodies over the token budget are split on statement (or member)
-//! boundaries, every part repeating the signature as a header. Long
+//! boundaries at line ends, every later part repeating the signature as a
+//! header; the chunk's [`CodeFrame`] says which lines of its code those
+//! are, so that the rest is exactly the file's lines. A line is cut only
+//! when it alone is over the budget, and then with a warning. Long
 //! documentation sections arrive already split by [`crate::docs`] and are
 //! named `title_1`, `title_2`, ...
 
 use std::collections::HashMap;
 
 use codegloss_core::text::estimate_tokens;
-use codegloss_core::{Chunk, Entity, EntityKind, IndexData, Scope, Span};
+use codegloss_core::{Chunk, CodeFrame, Entity, EntityKind, FileId, IndexData, Scope, Span};
 
 use crate::build::file_name;
 use crate::config::ChunkConfig;
 use crate::cpp::RawEntity;
 use crate::docs::DocSection;
+use crate::error::Warning;
 
 fn base_name(name: &str) -> String {
     match name.rfind('.') {
@@ -35,6 +39,15 @@ fn line_at(text: &str, byte: usize) -> u32 {
         + 1
 }
 
+/// The chunks of an index, and the warnings that building them gave.
+#[derive(Debug, Default)]
+pub struct Chunked {
+    /// Every chunk, ids in order.
+    pub chunks: Vec<Chunk>,
+    /// Problems met, with the file they belong to, in chunk order.
+    pub warnings: Vec<(FileId, Warning)>,
+}
+
 /// Build every chunk. `texts[i]` is the text of file `i`; `docs` the split
 /// section of each documentation entity by id; `raw` the parser output of
 /// code entities by id.
@@ -44,8 +57,9 @@ pub fn build_chunks(
     docs: &HashMap<u32, &DocSection>,
     raw: &HashMap<u32, RawEntity>,
     cfg: &ChunkConfig,
-) -> Vec<Chunk> {
+) -> Chunked {
     let mut chunks = Vec::new();
+    let mut warnings = Vec::new();
     for e in &data.entities {
         let template = template_chunk(data, e);
         match e.kind {
@@ -89,18 +103,39 @@ pub fn build_chunks(
                     {
                         split_body(text, span, body_start as usize, pieces, cfg.max_tokens)
                     }
-                    _ => Vec::new(),
+                    _ => Split::default(),
                 };
-                if split.len() > 1 {
-                    let n = split.len();
-                    for (i, (code, start, end)) in split.into_iter().enumerate() {
+                if split.parts.len() > 1 {
+                    let n = split.parts.len();
+                    let path = &data.files[fid as usize].path;
+                    for cut in &split.cut_lines {
+                        warnings.push((
+                            fid,
+                            Warning {
+                                path: path.clone(),
+                                line: Some(cut.line),
+                                message: format!(
+                                    "line {} is longer than the chunk budget (about {} tokens; a part of {} holds {}): it is cut between parts {} and {} of {}",
+                                    cut.line,
+                                    cut.tokens,
+                                    e.qualified_name,
+                                    cut.budget,
+                                    cut.part,
+                                    cut.part + 1,
+                                    n
+                                ),
+                            },
+                        ));
+                    }
+                    for (i, part) in split.parts.into_iter().enumerate() {
                         let mut c = template.clone();
                         c.part = (i + 1) as u16;
                         c.parts = n as u16;
                         c.chunk_type = format!("{}_part", e.kind.as_str());
-                        c.code = code;
-                        c.start_line = start;
-                        c.end_line = end;
+                        c.code = part.code;
+                        c.frame = part.frame;
+                        c.start_line = part.start_line;
+                        c.end_line = part.end_line;
                         chunks.push(c);
                     }
                 } else {
@@ -114,7 +149,7 @@ pub fn build_chunks(
     for (i, c) in chunks.iter_mut().enumerate() {
         c.id = i as u32;
     }
-    chunks
+    Chunked { chunks, warnings }
 }
 
 fn template_chunk(data: &IndexData, e: &Entity) -> Chunk {
@@ -164,6 +199,7 @@ fn template_chunk(data: &IndexData, e: &Entity) -> Chunk {
             .join(", "),
         leading_comment: e.doc_comment.clone(),
         code: String::new(),
+        frame: CodeFrame::default(),
         start_line: span.start_line,
         end_line: span.end_line,
         module: e.module.clone(),
@@ -185,92 +221,211 @@ fn module_scope(data: &IndexData, e: &Entity) -> Scope {
     }
 }
 
+/// One part of a split body.
+#[derive(Debug, PartialEq, Eq)]
+struct Part {
+    /// Prelude (parts after the first), the file's text, trailer.
+    code: String,
+    /// Which lines of `code` are prelude and trailer.
+    frame: CodeFrame,
+    /// First line of the file's text in `code`.
+    start_line: u32,
+    /// Last line of the file's text in `code`.
+    end_line: u32,
+}
+
+/// A line over the budget, cut between two parts.
+#[derive(Debug, PartialEq, Eq)]
+struct CutLine {
+    /// 1-based line.
+    line: u32,
+    /// Estimated tokens of the whole line.
+    tokens: usize,
+    /// Tokens a part's body holds.
+    budget: usize,
+    /// The part that the cut ends (1-based).
+    part: usize,
+}
+
+/// A split body: its parts, and the lines cut between two of them.
+#[derive(Debug, Default)]
+struct Split {
+    parts: Vec<Part>,
+    cut_lines: Vec<CutLine>,
+}
+
+/// Byte offset of the first line break at or after `from` (the text
+/// length when none).
+fn line_end(text: &str, from: usize) -> usize {
+    text[from..].find('\n').map_or(text.len(), |k| from + k)
+}
+
 /// Split a body into parts of at most `max_tokens` (a single oversized
-/// statement stays whole). Each part starts with the head (signature and
-/// opening brace). Returns (code, first line, last line) per part.
+/// statement stays whole) on statement (or member) boundaries at line
+/// ends; a line is cut between statements only when it alone is over the
+/// budget (reported in [`Split::cut_lines`]).
+///
+/// The first part is the file's text from the start of the entity; every
+/// later part starts with the head (signature and opening brace) and a
+/// `// [part i/n]` marker as its prelude, then the file's text from its
+/// first non-blank line. Every part but the last ends with a `// [continues
+/// in part j/n]` trailer. Between prelude and trailer, a part's code is
+/// exactly the file's lines `start_line..=end_line` (the last part ends
+/// where the entity does); only blank lines between parts belong to none.
 fn split_body(
     text: &str,
     span: Span,
     body_start: usize,
     pieces: &[Span],
     max_tokens: usize,
-) -> Vec<(String, u32, u32)> {
+) -> Split {
     let start = span.start_byte as usize;
-    let end = span.end_byte as usize;
+    let end = (span.end_byte as usize).min(text.len());
     let Some(head) = text.get(start..=body_start) else {
-        return Vec::new();
+        return Split::default();
     };
     let head = head.trim_end();
     let budget = max_tokens
         .saturating_sub(estimate_tokens(head) + 8)
         .max(max_tokens / 4)
         .max(16);
-    // Group pieces greedily; a group's text runs from the end of the
-    // previous group (so comments between statements stay) to its last piece.
-    let mut groups: Vec<(usize, usize)> = Vec::new(); // (from byte, to byte)
-    let mut from = body_start + 1;
-    let mut cur_end: Option<usize> = None;
+    // Pieces inside the body, in order, without overlaps.
+    let mut inside: Vec<(usize, usize)> = Vec::new();
     for p in pieces {
         let (ps, pe) = (p.start_byte as usize, p.end_byte as usize);
-        if ps < from || pe > end {
+        let after = inside.last().map_or(body_start + 1, |&(_, e)| e);
+        if ps >= after
+            && pe <= end
+            && ps < pe
+            && text.is_char_boundary(ps)
+            && text.is_char_boundary(pe)
+        {
+            inside.push((ps, pe));
+        }
+    }
+    // Units: pieces joined where a cut would fall inside a line that is
+    // not over the budget. Between two units a cut is allowed: at a line
+    // end, or inside an over-long line (`Some(tokens)` of that line).
+    let mut units: Vec<(usize, usize, Option<usize>)> = Vec::new(); // (start, end, cut before)
+    for (ps, pe) in inside {
+        let Some(last) = units.last_mut() else {
+            units.push((ps, pe, None));
+            continue;
+        };
+        if text[last.1..ps].contains('\n') {
+            units.push((ps, pe, None));
             continue;
         }
-        if let Some(ce) = cur_end {
-            let tokens = estimate_tokens(text.get(from..pe).unwrap_or(""));
-            if tokens > budget {
-                groups.push((from, ce));
-                from = ce;
-            }
+        let ls = text[..last.1].rfind('\n').map_or(0, |k| k + 1);
+        let tokens = estimate_tokens(&text[ls..line_end(text, last.1)]);
+        if tokens > budget {
+            units.push((ps, pe, Some(tokens)));
+        } else {
+            last.1 = pe;
         }
-        cur_end = Some(pe);
     }
-    match cur_end {
-        Some(_) => groups.push((from, end)),
-        None => return Vec::new(),
+    if units.len() < 2 {
+        return Split::default();
     }
+    // Group units greedily: (first unit, last unit) per group.
+    // A group's text runs from the end of the previous group (so comments
+    // between statements count) to its last unit.
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    let mut first = 0;
+    let mut from = body_start + 1;
+    for (k, &(_, ue, _)) in units.iter().enumerate() {
+        if k > first && estimate_tokens(text.get(from..ue).unwrap_or("")) > budget {
+            groups.push((first, k - 1));
+            first = k;
+            from = units[k - 1].1;
+        }
+    }
+    groups.push((first, units.len() - 1));
     let n = groups.len();
-    groups
-        .into_iter()
-        .enumerate()
-        .map(|(i, (a, b))| {
-            // Skip the line break that ends the previous piece.
-            let a =
-                a + text[a..b].len() - text[a..b].trim_start_matches([' ', '\t', '\r', '\n']).len();
-            let a = line_start(text, a);
-            let body = text.get(a..b).unwrap_or("").trim_end();
-            let mut code = format!("{head}\n    // [part {}/{n}]\n{body}", i + 1);
-            if i + 1 < n {
-                code.push_str(&format!("\n    // [continues in part {}/{n}]", i + 2));
+    let mut split = Split::default();
+    // Where each part's text starts, in bytes: the entity's start for the
+    // first; else its first non-blank line, or, after a cut inside a line,
+    // the next non-blank character.
+    let mut from = start;
+    for (i, &(_, last)) in groups.iter().enumerate() {
+        let (to, next) = if i + 1 == n {
+            (end, end)
+        } else {
+            let (ue, (ns, _, cut)) = (units[last].1, units[last + 1]);
+            match cut {
+                Some(tokens) => {
+                    split.cut_lines.push(CutLine {
+                        line: line_at(text, ue),
+                        tokens,
+                        budget,
+                        part: i + 1,
+                    });
+                    let gap = &text[ue..ns];
+                    (
+                        ue,
+                        ue + gap.len() - gap.trim_start_matches([' ', '\t']).len(),
+                    )
+                }
+                None => {
+                    let eol = line_end(text, ue);
+                    let gap = &text[eol..ns];
+                    let first_char = eol + gap.len() - gap.trim_start().len();
+                    let ls = text[..first_char].rfind('\n').map_or(0, |k| k + 1);
+                    (eol, ls)
+                }
             }
-            let first = if i == 0 {
-                span.start_line
-            } else {
-                line_at(text, a)
-            };
-            let last = if i + 1 == n {
-                span.end_line
-            } else {
-                line_at(text, b.saturating_sub(1))
-            };
-            (code, first, last)
-        })
-        .collect()
-}
-
-/// Byte offset of the start of the line holding `byte`, when only
-/// whitespace precedes it on that line (keeps indentation).
-fn line_start(text: &str, byte: usize) -> usize {
-    let ls = text[..byte].rfind('\n').map_or(0, |k| k + 1);
-    if text[ls..byte].trim().is_empty() {
-        ls
-    } else {
-        byte
+        };
+        let body = text.get(from..to).unwrap_or("").trim_end();
+        let start_line = line_at(text, from);
+        let end_line = start_line + body.lines().count().max(1) as u32 - 1;
+        let mut code = String::new();
+        let mut frame = CodeFrame::default();
+        if i > 0 {
+            code.push_str(&format!("{head}\n    // [part {}/{n}]\n", i + 1));
+            frame.prelude_lines = head.lines().count() as u32 + 1;
+            frame.prelude_from = span.start_line;
+        }
+        code.push_str(body);
+        if i + 1 < n {
+            code.push_str(&format!("\n    // [continues in part {}/{n}]", i + 2));
+            frame.trailer_lines = 1;
+        }
+        split.parts.push(Part {
+            code,
+            frame,
+            start_line,
+            end_line,
+        });
+        from = next;
     }
+    split
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(src: &str) -> RawEntity {
+        let p = crate::cpp::parse_cpp(src, &crate::config::ParseConfig::default()).unwrap();
+        p.entities.into_iter().next().unwrap()
+    }
+
+    fn split(src: &str, max_tokens: usize) -> Split {
+        let e = parse(src);
+        split_body(
+            src,
+            e.span,
+            e.body_start.unwrap() as usize,
+            &e.pieces,
+            max_tokens,
+        )
+    }
+
+    /// The file's text of a part: its code without prelude and trailer.
+    fn own_lines(p: &Part) -> Vec<&str> {
+        let lines: Vec<&str> = p.code.lines().collect();
+        lines[p.frame.prelude_lines as usize..lines.len() - p.frame.trailer_lines as usize].to_vec()
+    }
 
     #[test]
     fn split_keeps_header_and_all_statements() {
@@ -281,31 +436,114 @@ mod tests {
             ));
         }
         body.push_str("}\n");
-        let p = crate::cpp::parse_cpp(&body, &crate::config::ParseConfig::default()).unwrap();
-        let e = &p.entities[0];
-        let parts = split_body(
-            &body,
-            e.span,
-            e.body_start.unwrap() as usize,
-            &e.pieces,
-            200,
-        );
+        let parts = split(&body, 200).parts;
         assert!(parts.len() > 2, "{}", parts.len());
-        for (code, _, _) in &parts {
-            assert!(code.starts_with("void f(int n) {"));
+        for p in &parts {
+            assert!(p.code.starts_with("void f(int n) {"));
         }
         for i in 0..60 {
             let needle = format!("x{i} = ");
             assert_eq!(
-                parts.iter().filter(|(c, _, _)| c.contains(&needle)).count(),
+                parts.iter().filter(|p| p.code.contains(&needle)).count(),
                 1,
                 "{needle}"
             );
         }
-        assert_eq!(parts[0].1, 1);
-        assert_eq!(parts.last().unwrap().2, 62);
+        assert_eq!(parts[0].start_line, 1);
+        assert_eq!(parts.last().unwrap().end_line, 62);
         for w in parts.windows(2) {
-            assert!(w[0].2 < w[1].1);
+            assert!(w[0].end_line < w[1].start_line);
+        }
+    }
+
+    #[test]
+    fn the_lines_between_prelude_and_trailer_are_the_files_lines() {
+        let mut src = String::from(
+            "// header\n\ntemplate <typename T>\nvoid g(T& view,\n       int n) {\n\n",
+        );
+        for i in 0..40 {
+            src.push_str(&format!(
+                "    y{i} = view(n, {i}) * factor_{i};  // note {i}\n"
+            ));
+            if i % 7 == 3 {
+                src.push_str("\n    // about the next one\n\n");
+            }
+        }
+        src.push_str("}\n");
+        let file: Vec<&str> = src.lines().collect();
+        let s = split(&src, 150);
+        assert!(s.parts.len() > 2, "{}", s.parts.len());
+        assert!(s.cut_lines.is_empty());
+        for (i, p) in s.parts.iter().enumerate() {
+            let own = own_lines(p);
+            assert_eq!(
+                own.len() as u32,
+                p.end_line - p.start_line + 1,
+                "part {}:\n{}",
+                i + 1,
+                p.code
+            );
+            for (k, line) in own.iter().enumerate() {
+                let at = file[(p.start_line as usize) + k - 1];
+                // The first part starts where the entity does.
+                assert!(
+                    at.ends_with(line),
+                    "part {} line {k}: {line:?} vs {at:?}",
+                    i + 1
+                );
+                if i > 0 || k > 0 {
+                    assert_eq!(*line, at, "part {}", i + 1);
+                }
+            }
+            if i == 0 {
+                assert_eq!(p.frame.prelude_lines, 0);
+                assert_eq!(p.start_line, 3);
+            } else {
+                assert_eq!(p.frame.prelude_lines, 4, "{}", p.code);
+                assert_eq!(p.frame.prelude_from, 3);
+                assert!(p.code.contains(&format!("// [part {}/", i + 1)));
+                // A part never starts with a blank line, and a comment
+                // after a statement stays on its line.
+                assert!(!own[0].trim().is_empty());
+                assert!(!own[0].trim_start().starts_with("// note"));
+            }
+            assert_eq!(p.frame.trailer_lines, u32::from(i + 1 < s.parts.len()));
+        }
+    }
+
+    #[test]
+    fn only_an_over_long_line_is_cut_and_the_cut_is_reported() {
+        // Statements on one short line stay together.
+        let mut src = String::from("void h() {\n");
+        for i in 0..30 {
+            src.push_str(&format!("    a{i} = 1; b{i} = 2;\n"));
+        }
+        src.push_str("}\n");
+        let s = split(&src, 120);
+        assert!(s.parts.len() > 1 && s.cut_lines.is_empty());
+        for p in &s.parts {
+            for line in own_lines(p).iter().skip(1) {
+                assert!(src.lines().any(|l| l == *line), "{line:?}");
+            }
+        }
+        // One line holding more than a part: cut between statements.
+        let long: Vec<String> = (0..80).map(|i| format!("c{i} = value_{i};")).collect();
+        let src = format!(
+            "void k() {{\n    int x = 0;\n    {}\n    return;\n}}\n",
+            long.join(" ")
+        );
+        let s = split(&src, 120);
+        assert!(s.parts.len() > 2, "{}", s.parts.len());
+        assert!(!s.cut_lines.is_empty());
+        assert!(s
+            .cut_lines
+            .iter()
+            .all(|c| c.line == 3 && c.tokens > c.budget));
+        assert_eq!(s.cut_lines[0].part, 1);
+        // Every part still numbers its text from the file's line.
+        for p in &s.parts {
+            let own = own_lines(p);
+            assert_eq!(own.len() as u32, p.end_line - p.start_line + 1);
         }
     }
 }

@@ -38,10 +38,70 @@ pub struct Config {
     pub answer: crate::llm::AnswerConfig,
     /// Model-written glosses (`structural` by default: no model needed).
     pub explain: crate::explain::ExplainConfig,
+    /// The static site (`codegloss site`, `index --site`). Left out of the
+    /// canonical form when empty, so that it changes no configuration hash.
+    #[serde(skip_serializing_if = "SiteConfig::is_empty")]
+    pub site: SiteConfig,
     /// Whether the file had a `[retrieval]` section. Without one, commands
     /// that read an index rank with the settings recorded in it.
     #[serde(skip)]
     pub retrieval_given: bool,
+}
+
+/// The static site's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct SiteConfig {
+    /// Origins besides this computer (`localhost`, `127.0.0.1`, any port)
+    /// that the site's Content-Security-Policy lets the widget call for
+    /// answers, e.g. `["https://llm.example.org"]`: a scheme (`http` or
+    /// `https`), a host (`*.` may start it) and an optional port (`*`: any);
+    /// no path.
+    pub answer_origins: Vec<String>,
+}
+
+impl SiteConfig {
+    fn is_empty(&self) -> bool {
+        self.answer_origins.is_empty()
+    }
+}
+
+/// `origin` in the lower-case form a Content-Security-Policy source takes,
+/// or why it is not an origin the site can allow.
+fn normalize_origin(origin: &str) -> Result<String, String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "[site] answer_origins: {origin:?} {why} (expected an origin such as \"https://llm.example.org\" or \"http://gpu-box:8080\")"
+        ))
+    };
+    let lower = origin.trim().to_ascii_lowercase();
+    let Some((scheme, rest)) = lower.split_once("://") else {
+        return bad("has no scheme");
+    };
+    if scheme != "http" && scheme != "https" {
+        return bad("is not http or https");
+    }
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (rest, None),
+    };
+    let labels = host.strip_prefix("*.").unwrap_or(host);
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    if labels.is_empty() || !labels.split('.').all(label_ok) {
+        return bad("has no valid host name (no path, no IPv6 address: a policy cannot name one)");
+    }
+    if let Some(p) = port {
+        if p != "*" && !p.parse::<u16>().is_ok_and(|n| n > 0) {
+            return bad("has an invalid port");
+        }
+    }
+    Ok(format!("{scheme}://{rest}"))
 }
 
 /// Which files are indexed and how they are classified.
@@ -319,6 +379,12 @@ impl Config {
         let mut cfg: Config = toml::from_str(text).map_err(|e| e.to_string())?;
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
         cfg.retrieval_given = table.contains_key("retrieval");
+        cfg.site.answer_origins = cfg
+            .site
+            .answer_origins
+            .iter()
+            .map(|o| normalize_origin(o))
+            .collect::<Result<_, _>>()?;
         Ok(cfg)
     }
 
@@ -347,6 +413,8 @@ impl Config {
         // Retrieval settings do not change the index content.
         canonical.retrieval = RetrievalSettings::default();
         canonical.answer = crate::llm::AnswerConfig::default();
+        // Nor do the site's settings.
+        canonical.site = SiteConfig::default();
         // Endpoint, key, concurrency, timeout and cache path do not change
         // what is generated.
         canonical.explain = canonical.explain.canonical();
@@ -393,6 +461,38 @@ mod tests {
         d.embedding.model = Some("/somewhere/model.onnx".into());
         d.retrieval.k = 3;
         assert_eq!(d.hash(), Config::default().hash());
+    }
+
+    #[test]
+    fn site_answer_origins_parse_and_are_checked() {
+        let c = Config::parse(
+            "[site]\nanswer_origins = [\"HTTPS://LLM.Example.org/\", \"http://gpu-box:8080\", \"https://*.example.net:*\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.site.answer_origins,
+            [
+                "https://llm.example.org",
+                "http://gpu-box:8080",
+                "https://*.example.net:*"
+            ]
+        );
+        // The site's settings do not change the hash.
+        assert_eq!(c.hash(), Config::default().hash());
+        for bad in [
+            "llm.example.org",
+            "ftp://llm.example.org",
+            "https://llm.example.org/v1",
+            "https://llm.example.org:99999",
+            "https://[::1]:8080",
+            "https://a b",
+            "https://x; script-src *",
+            "https://",
+        ] {
+            let err = Config::parse(&format!("[site]\nanswer_origins = [{bad:?}]\n")).unwrap_err();
+            assert!(err.contains("answer_origins"), "{bad}: {err}");
+        }
+        assert!(Config::parse("[site]\nanswer_origin = []\n").is_err());
     }
 
     #[test]

@@ -21,6 +21,12 @@ pub enum IndexError {
         #[source]
         source: std::io::Error,
     },
+    /// Another `codegloss index` is writing the same index folder.
+    #[error("{path}: another `codegloss index` is writing this index folder; wait for it to finish (or stop it) and run again")]
+    Locked {
+        /// The index folder.
+        path: PathBuf,
+    },
     /// The configuration file is invalid.
     #[error("{path}: invalid configuration: {message}")]
     Config {

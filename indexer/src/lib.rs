@@ -8,6 +8,7 @@
 //!
 //! Native only: it may use tree-sitter, the file system and threads.
 
+pub mod bidi;
 pub mod build;
 pub mod chunk;
 pub mod concepts;

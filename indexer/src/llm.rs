@@ -2,17 +2,19 @@
 //! (Ollama `/v1`, llama.cpp server, llama-cpp-python, vLLM, LM Studio).
 //!
 //! Request bodies and response parsing are shared with the browser
-//! (`codegloss_core::answer`); this module only moves bytes over HTTP with
+//! (`codegloss_core::answer`, lines cut by `codegloss_core::sse`); this
+//! module only moves bytes over HTTP with
 //! `ureq`. It streams (server-sent events) and falls back to a plain
 //! request when the server refuses to stream. Every failure is an
 //! [`IndexError::Llm`] that names the endpoint and says what happened.
 
-use std::io::BufRead;
+use std::io::Read;
 use std::time::Duration;
 
 use codegloss_core::answer::{
     parse_completion, parse_sse_line, request_body, Message, StreamEvent,
 };
+use codegloss_core::sse::SseLines;
 use serde::{Deserialize, Serialize};
 
 use crate::error::IndexError;
@@ -195,7 +197,7 @@ fn chat_once(
             streamed: false,
         });
     }
-    let reader = std::io::BufReader::new(resp.body_mut().as_reader());
+    let mut body = resp.body_mut().as_reader();
     let mut out = ChatResult {
         text: String::new(),
         prompt_tokens: None,
@@ -203,17 +205,9 @@ fn chat_once(
         streamed: true,
     };
     let mut done = false;
-    for line in reader.lines() {
-        let line = line.map_err(|e| {
-            err(
-                cfg,
-                format!(
-                    "the answer stream broke off after {} characters: {e}",
-                    out.text.len()
-                ),
-            )
-        })?;
-        match parse_sse_line(&line).map_err(|e| err(cfg, e.to_string()))? {
+    // One line's event; true once the stream has said all it will.
+    let mut event = |line: &str, out: &mut ChatResult| -> Result<bool, IndexError> {
+        match parse_sse_line(line).map_err(|e| err(cfg, e.to_string()))? {
             StreamEvent::Delta(d) => {
                 on_delta(&d);
                 out.text.push_str(&d);
@@ -225,12 +219,108 @@ fn chat_once(
             StreamEvent::Done => done = true,
             StreamEvent::Skip => {}
         }
-        if done && out.prompt_tokens.is_some() {
-            break;
+        Ok(done && out.prompt_tokens.is_some())
+    };
+    let mut lines = SseLines::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    'stream: loop {
+        let n = match body.read(&mut buf) {
+            Ok(0) => {
+                if let Some(last) = std::mem::take(&mut lines).finish() {
+                    event(&last, &mut out)?;
+                }
+                break;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(err(
+                    cfg,
+                    format!(
+                        "the answer stream broke off after {} characters: {e}",
+                        out.text.len()
+                    ),
+                ))
+            }
+        };
+        for line in lines.push(&buf[..n]).map_err(|e| err(cfg, e.to_string()))? {
+            if event(&line, &mut out)? {
+                break 'stream;
+            }
         }
     }
     if !done && out.text.is_empty() {
         return Err(err(cfg, "the answer stream ended without any data"));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Serve one streamed response with this body on loopback; the base URL.
+    fn one_response(body: Vec<u8>) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let port = listener.local_addr().expect("address").port();
+        std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().expect("accept");
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            // Headers, then as much of the body as Content-Length says.
+            while let Ok(n) = conn.read(&mut buf) {
+                request.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&request).to_lowercase();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + len {
+                        break;
+                    }
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+            let head =
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+            // The client may hang up early; that is what is being tested.
+            let _ = conn.write_all(head.as_bytes());
+            let _ = conn.write_all(&body);
+        });
+        format!("http://127.0.0.1:{port}/v1")
+    }
+
+    fn config(base_url: String) -> AnswerConfig {
+        AnswerConfig {
+            base_url,
+            timeout_seconds: 30,
+            ..AnswerConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_streamed_answer_is_read_line_by_line() {
+        let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"Hal\"}}]}\r\n\r\n: ping\ndata: {\"choices\":[{\"delta\":{\"content\":\"o\"}}]}\n\ndata: [DONE]".to_vec();
+        let mut seen = String::new();
+        let r = chat(&config(one_response(body)), &[], &mut |d| seen.push_str(d)).unwrap();
+        assert_eq!(
+            (r.text.as_str(), seen.as_str(), r.streamed),
+            ("Halo", "Halo", true)
+        );
+    }
+
+    #[test]
+    fn an_endless_line_is_an_error_not_an_endless_buffer() {
+        // A 2 MiB comment line: the reader used to hold any line whole.
+        let mut body = b": ".to_vec();
+        body.extend(std::iter::repeat_n(b'x', 2 << 20));
+        body.extend_from_slice(b"\ndata: [DONE]\n\n");
+        let e = chat(&config(one_response(body)), &[], &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("without a newline"), "{e}");
+    }
 }

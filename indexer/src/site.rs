@@ -15,6 +15,9 @@ use crate::embed::ModelFiles;
 use crate::error::IndexError;
 use crate::store;
 
+/// The site's Content-Security-Policy as one line of text, in the site folder.
+pub const POLICY_FILE: &str = "codegloss/content-security-policy.txt";
+
 /// Marker in the landing page that codegloss wrote it (and may replace it).
 const GENERATOR_MARK: &str = r#"<meta name="generator" content="codegloss">"#;
 
@@ -35,25 +38,70 @@ pub struct SiteReport {
 }
 
 /// The site's Content-Security-Policy: everything from the site's own
-/// origin, no inline script, wasm compilation allowed, and connections to
-/// the site itself, to answer models on this computer (any loopback port)
-/// and to the extra origins given (`[site] answer_origins`). `codegloss
-/// serve` sends it as a header; the site writer puts it in the landing
-/// page as a `<meta>` for other static hosts.
+/// origin, no inline script or style, wasm compilation allowed, and
+/// connections to the site itself, to answer models on this computer
+/// (`localhost` and `127.0.0.1`, any port, http or https) and to the extra
+/// origins given (`[site] answer_origins`). `codegloss serve` sends it as a
+/// header; the site writer puts it in the landing page as a `<meta>` for
+/// other static hosts (a `<meta>` policy does not reach the Web Worker, so
+/// the worker checks answer endpoints against it itself).
+///
+/// The IPv6 loopback `[::1]` cannot be allowed: a policy's source grammar
+/// has no IPv6 hosts (Chromium ignores such a source with an error). An
+/// extra origin that is not a plain source expression (a space, `;`, `,`
+/// or a quote in it) is left out, so that no configuration can add a
+/// directive.
 pub fn content_security_policy(extra_connect: &[String]) -> String {
-    let mut connect = vec![
-        "'self'".to_string(),
-        "http://localhost:*".to_string(),
-        "http://127.0.0.1:*".to_string(),
-        "http://[::1]:*".to_string(),
-    ];
-    connect.extend(extra_connect.iter().cloned());
+    let mut connect: Vec<String> = [
+        "'self'",
+        "http://localhost:*",
+        "http://127.0.0.1:*",
+        "https://localhost:*",
+        "https://127.0.0.1:*",
+    ]
+    .map(String::from)
+    .to_vec();
+    for origin in extra_connect {
+        let plain = !origin.is_empty()
+            && !origin
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || ";,'\"".contains(c));
+        if plain && !connect.contains(origin) {
+            connect.push(origin.clone());
+        }
+    }
     format!(
         "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; \
          style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; \
          form-action 'self'; connect-src {}",
         connect.join(" ")
     )
+}
+
+/// The landing page: `template` with the site's policy in a
+/// `<meta http-equiv="Content-Security-Policy">` right after its `<meta
+/// charset>` (a `<meta>` policy governs only what the page loads after it).
+fn landing_page(template: &str, policy: &str) -> String {
+    let escaped = policy
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let meta = format!("<meta http-equiv=\"Content-Security-Policy\" content=\"{escaped}\">");
+    let lower = template.to_ascii_lowercase();
+    let after = |tag: &str| {
+        let start = lower.find(tag)?;
+        Some(start + lower[start..].find('>')? + 1)
+    };
+    match after("<meta charset").or_else(|| after("<head")) {
+        Some(at) => {
+            // The indentation of the line the tag is on.
+            let line = &template[template[..at].rfind('\n').map_or(0, |i| i + 1)..at];
+            let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
+            format!("{}\n{indent}{meta}{}", &template[..at], &template[at..])
+        }
+        None => format!("{meta}\n{template}"),
+    }
 }
 
 /// Where the built widget assets are: `explicit`, else
@@ -148,13 +196,16 @@ fn is_shard_name(name: &str) -> bool {
 /// `model` is the query-embedding model to ship (the index's own files,
 /// checked against its embedding spec): when it is `Err`, the site is
 /// written without it and search in the browser is keyword and structure
-/// only.
+/// only. `answer_origins` are the origins besides this computer that the
+/// landing page's Content-Security-Policy lets the widget call for answers
+/// (`[site] answer_origins`).
 pub fn write_site(
     index_dir: &Path,
     site_dir: &Path,
     assets: &Path,
     model: Result<&ModelFiles, String>,
     retrieval: Option<&codegloss_core::retrieve::RetrievalSettings>,
+    answer_origins: &[String],
 ) -> Result<SiteReport, IndexError> {
     let (mut manifest, data) = store::read_index(index_dir)?;
     // A configuration given to `site` with a `[retrieval]` section wins
@@ -215,8 +266,15 @@ pub fn write_site(
         &site_dir.join("codegloss"),
         &mut total,
     )?;
-    let page = std::fs::read(assets.join("index.html"))
+    let template = std::fs::read_to_string(assets.join("index.html"))
         .map_err(|e| IndexError::io(assets.join("index.html"), e))?;
+    let policy = content_security_policy(answer_origins);
+    let page = landing_page(&template, &policy).into_bytes();
+    // The policy on its own too: `codegloss serve` sends it as a header
+    // when the landing page is the maintainer's own, without the `<meta>`.
+    let policy_path = site_dir.join(POLICY_FILE);
+    write_if_changed(&policy_path, format!("{policy}\n").as_bytes())?;
+    total += policy.len() as u64 + 1;
     let page_path = site_dir.join("index.html");
     match std::fs::read_to_string(&page_path) {
         Ok(old) if !old.contains(GENERATOR_MARK) => {
@@ -301,6 +359,50 @@ pub fn describe(report: &SiteReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_policy_allows_the_site_loopback_and_listed_origins_only() {
+        let p = content_security_policy(&[
+            "https://llm.example.org".into(),
+            "https://x; script-src *".into(),
+        ]);
+        assert!(p.starts_with("default-src 'self';"), "{p}");
+        // No inline script or style anywhere, no eval (wasm compilation only).
+        let words: Vec<&str> = p.split([' ', ';']).collect();
+        assert!(!words.contains(&"'unsafe-inline'"), "{p}");
+        assert!(!words.contains(&"'unsafe-eval'"), "{p}");
+        let connect = p
+            .split(';')
+            .find(|d| d.trim().starts_with("connect-src"))
+            .unwrap();
+        let sources: Vec<&str> = connect.split_whitespace().skip(1).collect();
+        assert_eq!(
+            sources,
+            [
+                "'self'",
+                "http://localhost:*",
+                "http://127.0.0.1:*",
+                "https://localhost:*",
+                "https://127.0.0.1:*",
+                "https://llm.example.org"
+            ]
+        );
+        assert_eq!(p.matches("script-src").count(), 1, "{p}");
+    }
+
+    #[test]
+    fn the_landing_page_carries_the_policy_after_its_charset() {
+        let page = landing_page(
+            "<html>\n  <head>\n    <meta charset=\"utf-8\">\n    <script type=\"module\" src=\"x.js\"></script>\n",
+            "default-src 'self'; a \"b\" <c> &d",
+        );
+        assert_eq!(
+            page,
+            "<html>\n  <head>\n    <meta charset=\"utf-8\">\n    <meta http-equiv=\"Content-Security-Policy\" \
+             content=\"default-src 'self'; a &quot;b&quot; &lt;c&gt; &amp;d\">\n    <script type=\"module\" src=\"x.js\"></script>\n"
+        );
+        assert!(landing_page("<p>no head</p>", "x").starts_with("<meta http-equiv"));
+    }
 
     #[test]
     fn shard_names() {

@@ -224,3 +224,23 @@ fn the_landing_pages_policy_is_the_header() {
         "{head}"
     );
 }
+
+#[test]
+fn a_maintainers_own_landing_page_gets_the_written_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    std::fs::create_dir_all(dir.path().join("codegloss")).unwrap();
+    std::fs::write(
+        dir.path().join("codegloss/content-security-policy.txt"),
+        "default-src 'self'; connect-src 'self' https://answers.example.org\n",
+    )
+    .unwrap();
+    let server = start(dir.path());
+    let (_, head, _) = get(&server.addr, "/data.txt", "");
+    assert!(
+        head.contains(
+            "Content-Security-Policy: default-src 'self'; connect-src 'self' https://answers.example.org\r\n"
+        ),
+        "{head}"
+    );
+}

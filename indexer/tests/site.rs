@@ -1,9 +1,13 @@
 //! The static site end to end: `codegloss index --site` on the fixture
-//! (plus `tests/fixtures/site-extra`, a header whose comments hold HTML),
-//! `codegloss serve`, then Debian's headless Chromium driven by
-//! playwright-core: the widget test (`tests/browser/widget.test.mjs`) and
-//! the parity check (the browser's ranked context equals `codegloss query
-//! --json` for every fixture question).
+//! (plus `tests/fixtures/site-extra`, a header whose comments hold HTML,
+//! and two headers written here: one whose path, comments and code hold
+//! bidirectional controls, one with a 49 KB function name), `codegloss
+//! serve`, then Debian's headless Chromium driven by playwright-core: the
+//! widget test (`tests/browser/widget.test.mjs`), the hostile-input test
+//! (`tests/browser/hardening.test.mjs`: Trojan Source text, long names,
+//! layout, re-ranking, the site's policy, a damaged shard) and the parity
+//! check (the browser's ranked context equals `codegloss query --json` for
+//! every fixture question).
 //!
 //! `cargo xtask ci` builds the widget assets and installs the browser and
 //! playwright-core first, and passes them in `CODEGLOSS_SITE_ASSETS` and
@@ -67,6 +71,34 @@ struct Site {
 const NON_DEFAULT_RETRIEVAL: &str =
     "[retrieval]\nk = 10\nfusion = \"rrf\"\nsupplementary_k = 4\nprimary_same_file_cap = 2\n";
 
+/// The one origin besides this computer the fixture site's policy allows
+/// answers from.
+const ANSWER_ORIGIN: &str = "https://llm.example.org";
+
+/// A header whose path, comments and code hold bidirectional controls
+/// (Trojan Source): the widget must show each as a visible marker. Written
+/// here rather than committed, so that the repository holds no such file.
+fn write_trojan_source(repo: &Path) {
+    let dir = repo.join("src/Unsafe");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("Access\u{202E}Check.hpp"),
+        "// Access control of the \u{202E}admin\u{202C} role for the demo.\n#pragma once\n\n\
+         /// Tells whether the caller may administer the run; \u{2066}reviewed\u{2069} by nobody.\n\
+         inline bool isAdminAccessCheck(int level) {\n\
+         \x20   /* \u{202E} } \u{2066}if (isAdmin)\u{2069} \u{2066} begin admins only */\n\
+         \x20   return level > 9;\n}\n",
+    )
+    .unwrap();
+    // A generated name of 49 KB: a card must stay a card.
+    let name = format!("trojanLongName{}", "Segment".repeat(7000));
+    std::fs::write(
+        dir.join("LongName.hpp"),
+        format!("#pragma once\n\n/// A function whose name never ends.\ninline int {name}(int x) {{\n    return x + 1;\n}}\n"),
+    )
+    .unwrap();
+}
+
 /// The fixture site, built once per test binary (kept until the process ends).
 fn site(assets: &Path) -> &'static Site {
     static S: OnceLock<Site> = OnceLock::new();
@@ -75,9 +107,15 @@ fn site(assets: &Path) -> &'static Site {
         let repo = dir.join("repo");
         copy_tree(&root().join("tests/fixtures/sci-demo"), &repo);
         copy_tree(&root().join("tests/fixtures/site-extra"), &repo);
+        write_trojan_source(&repo);
         // Non-default ranking: the site must carry it to the browser, and
-        // `codegloss query` must read it back from the index.
-        std::fs::write(repo.join("codegloss.toml"), NON_DEFAULT_RETRIEVAL).unwrap();
+        // `codegloss query` must read it back from the index. One answer
+        // origin besides this computer for the site's policy.
+        std::fs::write(
+            repo.join("codegloss.toml"),
+            format!("{NON_DEFAULT_RETRIEVAL}[site]\nanswer_origins = [\"{ANSWER_ORIGIN}/\"]\n"),
+        )
+        .unwrap();
         let (index, site) = (dir.join("index"), dir.join("site"));
         let o = bin()
             .args(["index", repo.to_str().unwrap(), "--out"])
@@ -182,6 +220,90 @@ fn widget_in_headless_chromium() {
         assert!(
             out.contains("ok answer"),
             "the streaming answer check did not run:\n{out}"
+        );
+    }
+}
+
+/// A maintainer's own page: the widget, and no policy of its own (`codegloss
+/// serve` still sends the site's as a header).
+const PLAIN_PAGE: &str =
+    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>our docs</title><link rel=\"icon\" href=\"data:,\">\n\
+<script type=\"module\" src=\"codegloss/widget.js\"></script></head>\n\
+<body><h1>our docs</h1><codegloss-search></codegloss-search></body></html>\n";
+
+#[test]
+fn widget_resists_hostile_text_and_damaged_files() {
+    let Some((assets, npm)) = browser_setup() else {
+        return;
+    };
+    let site = site(&assets);
+    let server = Server::start(&site.site);
+    // A copy to damage (the other tests share the fixture site), with a
+    // page that declares no policy.
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(&site.site, copy.path());
+    std::fs::write(copy.path().join("plain.html"), PLAIN_PAGE).unwrap();
+    let copied = Server::start(copy.path());
+    let shots = root().join("target/screenshots/site");
+    std::fs::create_dir_all(&shots).unwrap();
+    let out = node(
+        "hardening.test.mjs",
+        &npm,
+        &[
+            ("SITE_URL", server.url.clone()),
+            ("COPY_URL", copied.url.clone()),
+            ("COPY_DIR", copy.path().to_string_lossy().into_owned()),
+            ("ANSWER_ORIGIN", ANSWER_ORIGIN.into()),
+            ("SCREENSHOT_DIR", shots.to_string_lossy().into_owned()),
+        ],
+    );
+    assert!(!out.contains("FAIL"), "{out}");
+}
+
+/// The worker's check of answer endpoints (`site/policy.js`, in plain
+/// Node) against the policy this crate writes: loopback and the listed
+/// origin pass, others get the reader's message.
+#[test]
+fn the_workers_endpoint_check_reads_the_sites_policy() {
+    let Some((_, npm)) = browser_setup() else {
+        return;
+    };
+    let policy = codegloss_indexer::site::content_security_policy(&[ANSWER_ORIGIN.to_string()]);
+    let out = node("policy.test.mjs", &npm, &[("POLICY", policy)]);
+    assert!(out.contains("ok policy"), "{out}");
+}
+
+/// The landing page declares the site's policy (with the configured answer
+/// origin) before it loads anything, and holds no inline script or style
+/// the policy would block.
+#[test]
+fn the_landing_page_declares_the_sites_policy() {
+    let Some((assets, _)) = browser_setup() else {
+        return;
+    };
+    let site = site(&assets);
+    let page = std::fs::read_to_string(site.site.join("index.html")).unwrap();
+    let policy = codegloss_indexer::site::content_security_policy(&[ANSWER_ORIGIN.to_string()]);
+    let meta = format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
+        policy.replace('&', "&amp;").replace('"', "&quot;")
+    );
+    let at = page
+        .find(&meta)
+        .unwrap_or_else(|| panic!("no policy {meta} in:\n{page}"));
+    for load in ["<script", "<link rel=\"stylesheet\""] {
+        let first = page.find(load).unwrap_or(usize::MAX);
+        assert!(at < first, "the policy comes after {load}:\n{page}");
+    }
+    assert!(policy.contains(&format!(" {ANSWER_ORIGIN}")), "{policy}");
+    assert!(
+        !page.contains("<style") && !page.contains("style="),
+        "inline style:\n{page}"
+    );
+    for script in page.split("<script").skip(1) {
+        assert!(
+            script.split('>').next().unwrap().contains(" src="),
+            "inline script:\n{page}"
         );
     }
 }

@@ -59,3 +59,77 @@ export async function rankInBrowser(page, questions, { semantic = false } = {}) 
     return out;
   }, { questions, semantic });
 }
+
+// Every Content-Security-Policy violation and policy error of a browser
+// context, in `into`: an init script reports the page's
+// `securitypolicyviolation` events, the widget logs what its worker
+// reports, and the browser logs each violation (and each source it cannot
+// read) to the console of the page or worker where it happened.
+export async function watchPolicy(context, into = []) {
+  await context.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      console.error(`Content-Security-Policy violation: ${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'}`);
+    });
+  });
+  const listen = (where) => (msg) => {
+    if (/Content[- ]Security[- ]Policy/i.test(msg.text())) into.push(`${where}: ${msg.text()}`);
+  };
+  context.on('page', (page) => {
+    page.on('console', listen('page'));
+    page.on('worker', (worker) => worker.on('console', listen('worker')));
+  });
+  return into;
+}
+
+// ------------------------------------------- widget checks (hardening.test.mjs)
+
+export class CheckFailure extends Error {}
+
+export function fail(message) {
+  throw new CheckFailure(message);
+}
+
+/** Poll `fn` in the page until it returns a truthy value; fail with `what` after `ms`. */
+export async function until(page, what, fn, arg, ms = 60_000) {
+  try {
+    const handle = await page.waitForFunction(fn, arg, { timeout: ms, polling: 50 });
+    return await handle.jsonValue();
+  } catch (err) {
+    if (err.name === 'TimeoutError' || /Timeout/.test(err.message)) fail(`timed out after ${ms / 1000} s waiting for ${what}`);
+    throw err;
+  }
+}
+
+/** The widget's status line and alert (inside its shadow root). */
+export function widgetText(page) {
+  return page.evaluate(() => {
+    const root = document.querySelector('codegloss-search')?.shadowRoot;
+    return {
+      status: root?.querySelector('[data-testid="cg-status"]')?.textContent ?? '',
+      alert: root?.querySelector('[role="alert"]')?.textContent ?? '',
+    };
+  });
+}
+
+/** Wait until the index is ready, or an alert shows (returned). */
+export async function ready(page) {
+  await until(page, 'the index to be ready or an alert', () => {
+    const root = document.querySelector('codegloss-search')?.shadowRoot;
+    const status = root?.querySelector('[data-testid="cg-status"]')?.textContent ?? '';
+    return /ready/i.test(status) || (root?.querySelector('[role="alert"]')?.textContent ?? '') !== '';
+  });
+  return (await widgetText(page)).alert;
+}
+
+/** Type `query` and wait for its cards; fails on an alert. */
+export async function search(page, query) {
+  await page.locator('[data-testid="cg-input"]').fill(query);
+  await until(page, `cards for “${query}”`, (q) => {
+    const root = document.querySelector('codegloss-search')?.shadowRoot;
+    const heading = root?.querySelector('.cg-evidence .cg-heading')?.textContent ?? '';
+    return (root?.querySelector('[role="alert"]')?.textContent ?? '') !== ''
+      || (heading.endsWith(`“${q}”`) && root.querySelectorAll('[data-testid="cg-card"]').length > 0);
+  }, query);
+  const { alert } = await widgetText(page);
+  if (alert) fail(`the widget shows an error: ${alert}`);
+}

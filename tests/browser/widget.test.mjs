@@ -10,17 +10,20 @@
 //   CODEGLOSS_NPM   folder with node_modules/playwright-core        (required)
 //   LLM_URL         OpenAI-compatible base URL of a running model server;
 //                   empty: the streaming-answer check is skipped
+//                   (hardening.test.mjs streams one from a fake server)
 //   LLM_MODEL       its model name (default smollm2)
 //   DOWN_URL        a base URL where nothing listens (default http://127.0.0.1:9/v1)
 //   SCREENSHOT_DIR  where the PNGs go (none are written when unset)
 //   CHROMIUM        the browser binary (default /usr/bin/chromium)
 //
 // Prints `ok <check>` per check; on the first failure prints
-// `FAIL <check>: <reason>` and exits 1.
+// `FAIL <check>: <reason>` and exits 1. The last check asserts that the
+// site's Content-Security-Policy blocked nothing in all the others.
 
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
+import { watchPolicy } from './lib.mjs';
 
 const env = process.env;
 const SITE_URL = env.SITE_URL ?? '';
@@ -175,6 +178,7 @@ const browser = await chromium.launch({
   ],
 });
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+const policyViolations = await watchPolicy(context);
 const page = await context.newPage();
 watch(page, 'desktop');
 
@@ -245,11 +249,18 @@ check('keyboard', async () => {
     const root = document.querySelector('codegloss-search').shadowRoot;
     const details = root.querySelector('[data-testid="cg-card"] details[open]');
     const card = details?.closest('[data-testid="cg-card"]');
-    const numbers = details ? [...details.querySelectorAll('.cg-ln')].map((n) => n.textContent) : [];
+    // A split part's repeated signature has blank gutters: it is not
+    // lines of the file. The numbered lines are the card's own range.
+    const numbers = details
+      ? [...details.querySelectorAll('.cg-ln')].map((n) => n.textContent).filter((t) => t !== '')
+      : [];
+    const range = (card?.querySelector('.cg-lines')?.textContent ?? '').match(/^:(\d+)-(\d+)$/);
     return {
       open: Boolean(details),
       focused: root.activeElement === card,
       numbers: numbers.slice(0, 3),
+      last: numbers[numbers.length - 1],
+      range: range ? [range[1], range[2]] : null,
       count: numbers.length,
       code: details?.querySelector('pre')?.textContent.length ?? 0,
     };
@@ -258,6 +269,9 @@ check('keyboard', async () => {
   if (!opened.count || !/^\d+$/.test(opened.numbers[0])) fail(`the code view shows no line numbers (${JSON.stringify(opened)})`);
   if (opened.count > 1 && Number(opened.numbers[1]) !== Number(opened.numbers[0]) + 1) {
     fail(`line numbers do not count up: ${opened.numbers.join(', ')}`);
+  }
+  if (opened.range && (opened.numbers[0] !== opened.range[0] || opened.last !== opened.range[1])) {
+    fail(`the code view numbers lines ${opened.numbers[0]}-${opened.last}, the card says ${opened.range.join('-')}`);
   }
   if (!opened.focused) fail('Enter did not move focus to the opened card');
 
@@ -436,6 +450,7 @@ check('mobile', async () => {
     isMobile: true,
     hasTouch: true,
   });
+  await watchPolicy(phone, policyViolations);
   const small = await phone.newPage();
   watch(small, 'mobile');
   try {
@@ -461,6 +476,34 @@ check('mobile', async () => {
   } finally {
     await phone.close();
   }
+});
+
+check('policy-endpoint', async () => {
+  // The site's policy allows answers from this computer and the one origin
+  // its configuration lists; the widget says so rather than "cannot reach".
+  await openSettings(page);
+  await page.locator(sel.endpoint).fill('https://llm.example.net/v1');
+  await ask(page, 'What does accumulateHalo do?');
+  const error = page.locator(sel.answerError);
+  try {
+    await error.waitFor({ state: 'visible', timeout: CHECK_TIMEOUT_MS });
+  } catch {
+    fail('no answer error became visible for an endpoint the policy does not allow');
+  }
+  const message = (await error.innerText()).replace(/\s+/g, ' ').trim();
+  if (!message.includes("This site's security policy only allows answer models on this computer")) {
+    fail(`the answer error does not explain the policy: ${message}`);
+  }
+  if (!message.includes('https://llm.example.org')) fail(`the answer error does not name the allowed origin: ${message}`);
+  if (/OLLAMA_ORIGINS/.test(message)) fail(`the answer error gives the unreachable-server hint: ${message}`);
+  await openSettings(page);
+  await page.locator(sel.endpoint).fill(DOWN_URL);
+});
+
+check('no-policy-violations', async () => {
+  // Search, keyboard, code views, answers (streamed when LLM_URL is set),
+  // errors and the phone layout: the site's policy blocked nothing.
+  if (policyViolations.length) fail(`the Content-Security-Policy reported:\n  ${policyViolations.join('\n  ')}`);
 });
 
 // -------------------------------------------------------------------- run

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use codegloss_core::CoreError;
+use codegloss_core::{CoreError, DataKind};
 use codegloss_indexer::{build, store, Config, IndexError};
 use indicatif::ProgressBar;
 
@@ -112,10 +112,10 @@ fn corrupt_index_files_give_typed_errors() {
     write(dir.path(), "a.cpp", GOOD.as_bytes());
     let out = index(dir.path());
     let idx = tempfile::tempdir().unwrap();
-    store::write_index(idx.path(), &out.data, None, "x").unwrap();
+    let manifest = store::write_index(idx.path(), &out.data, None, "x").unwrap();
 
     // A flipped byte in a data file.
-    let p = idx.path().join("entities.bin");
+    let p = store::data_path(idx.path(), &manifest, DataKind::Entities).unwrap();
     let mut bytes = std::fs::read(&p).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0x40;
@@ -124,7 +124,10 @@ fn corrupt_index_files_give_typed_errors() {
         IndexError::Index {
             source: CoreError::ChecksumMismatch { file, .. },
             ..
-        } => assert_eq!(file, "entities.bin"),
+        } => assert!(
+            file.starts_with("entities-") && file.ends_with(".bin"),
+            "{file}"
+        ),
         other => panic!("expected a checksum error, got {other}"),
     }
     // A truncated manifest.
@@ -141,9 +144,30 @@ fn corrupt_index_files_give_typed_errors() {
         }
     ));
     // A missing data file.
-    store::write_index(idx.path(), &out.data, None, "x").unwrap();
-    std::fs::remove_file(idx.path().join("graph.bin")).unwrap();
+    let manifest = store::write_index(idx.path(), &out.data, None, "x").unwrap();
+    std::fs::remove_file(store::data_path(idx.path(), &manifest, DataKind::Graph).unwrap())
+        .unwrap();
     let err = store::read_index(idx.path()).unwrap_err();
     assert!(matches!(err, IndexError::Io { .. }), "{err}");
-    assert!(err.to_string().contains("graph.bin"), "{err}");
+    assert!(err.to_string().contains("graph-"), "{err}");
+    // A manifest that names a data file outside the index folder.
+    let text = std::fs::read_to_string(idx.path().join("manifest.json")).unwrap();
+    let graph = &manifest
+        .data_files
+        .iter()
+        .find(|d| d.kind == DataKind::Graph)
+        .unwrap()
+        .name;
+    std::fs::write(
+        idx.path().join("manifest.json"),
+        text.replace(graph.as_str(), "../../etc/passwd.bin"),
+    )
+    .unwrap();
+    match store::read_index(idx.path()).unwrap_err() {
+        IndexError::Index {
+            source: CoreError::Inconsistent { message, .. },
+            ..
+        } => assert!(message.contains("not a plain file name"), "{message}"),
+        other => panic!("expected a refused name, got {other}"),
+    }
 }

@@ -261,15 +261,19 @@ fn output_is_deterministic_and_round_trips() {
     let d2 = index_fixture().data;
     store::write_index(a.path(), &d1, None, &cfg.hash()).unwrap();
     store::write_index(b.path(), &d2, None, &cfg.hash()).unwrap();
-    for name in [
-        "manifest.json",
-        "files.bin",
-        "entities.bin",
-        "chunks.bin",
-        "graph.bin",
-    ] {
-        let x = std::fs::read(a.path().join(name)).unwrap();
-        let y = std::fs::read(b.path().join(name)).unwrap();
+    let names = |d: &std::path::Path| {
+        let mut n: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(a.path()), names(b.path()));
+    assert_eq!(names(a.path()).len(), 6, "{:?}", names(a.path()));
+    for name in names(a.path()) {
+        let x = std::fs::read(a.path().join(&name)).unwrap();
+        let y = std::fs::read(b.path().join(&name)).unwrap();
         assert!(x == y, "{name} differs between two runs");
     }
     let (manifest, back) = store::read_index(a.path()).unwrap();

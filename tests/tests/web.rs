@@ -112,6 +112,7 @@ fn stripped(data: &IndexData) -> IndexData {
     }
     for c in &mut d.chunks {
         c.code.clear();
+        c.frame = codegloss_core::CodeFrame::default();
         c.leading_comment = None;
         c.parameters.clear();
         c.return_type = None;

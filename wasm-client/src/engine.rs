@@ -205,7 +205,8 @@ impl Engine {
 
     /// The evidence cards of the last search, JSON: `[{n, chunk, role,
     /// symbol, qualified_name, kind, path, start_line, end_line, language,
-    /// gloss, code, score}]`, in rank order.
+    /// gloss, code, frame, score}]`, in rank order (`frame`: which lines of
+    /// `code` are not the file's own, `codegloss_core::CodeFrame`).
     pub fn cards(&self) -> Result<String, JsError> {
         let (_, r) = self.last()?;
         let data = &self.index.corpus.data;
@@ -229,6 +230,7 @@ impl Engine {
                     "language": codegloss_core::answer::fence_language(&c.path),
                     "gloss": e.gloss.text,
                     "code": c.code,
+                    "frame": c.frame,
                     "score": rc.score.combined,
                 })
             })

@@ -1,13 +1,15 @@
 //! The browser transport to an OpenAI-compatible chat-completions endpoint:
 //! `fetch` through web-sys, streaming the response body and parsing its
 //! server-sent events with the same code as the native client
-//! (`codegloss_core::answer`). Works in a page and in a Web Worker (it uses
+//! (`codegloss_core::answer`), cut into lines by the same bounded splitter
+//! (`codegloss_core::sse`). Works in a page and in a Web Worker (it uses
 //! the global scope's `fetch`). Every failure becomes a JavaScript `Error`
 //! with a message a user can act on.
 
 use codegloss_core::answer::{
     parse_completion, parse_sse_line, request_body, Message, StreamEvent,
 };
+use codegloss_core::sse::SseLines;
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -152,7 +154,7 @@ async fn read_response(
         return Err(error(base_url, "the response has no body"));
     }
     let reader = call0(&body, "getReader")?;
-    let mut pending: Vec<u8> = Vec::new();
+    let mut lines = SseLines::new();
     let (mut text, mut prompt, mut completion) = (String::new(), None, None);
     let mut done = false;
     loop {
@@ -171,10 +173,7 @@ async fn read_response(
             break;
         }
         let bytes = Uint8Array::new(&get(&chunk, "value")?).to_vec();
-        pending.extend_from_slice(&bytes);
-        while let Some(pos) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=pos).collect();
-            let line = String::from_utf8_lossy(&line);
+        for line in lines.push(&bytes).map_err(|e| error(base_url, e))? {
             match parse_sse_line(line.trim_end()).map_err(|e| error(base_url, e))? {
                 StreamEvent::Delta(d) => {
                     on_delta.call1(&JsValue::NULL, &JsValue::from_str(&d))?;

@@ -60,9 +60,14 @@ pub fn bench_explain(o: &Options) -> Result<()> {
         .arg(&structural)
         .arg("--quiet"))?;
     // Start the model index from the structural vectors (reused by key).
-    if !model_dir.join("vectors.bin").exists() {
-        for f in ["vectors.bin", "manifest.json"] {
-            std::fs::copy(structural.join(f), model_dir.join(f))?;
+    if !model_dir.join("manifest.json").exists() {
+        std::fs::create_dir_all(&model_dir)?;
+        for entry in std::fs::read_dir(&structural)? {
+            let name = entry?.file_name();
+            let n = name.to_string_lossy();
+            if n == "manifest.json" || (n.starts_with("vectors") && n.ends_with(".bin")) {
+                std::fs::copy(structural.join(&name), model_dir.join(&name))?;
+            }
         }
     }
 

@@ -16,6 +16,10 @@
 //! - `cargo xtask bench retrieval --repo <dir> [--variant name=config]`:
 //!   named and reworded questions on one index, with the `bm25-files`
 //!   baseline, per variant.
+//! - `cargo xtask bench serve`: requests per second and p99 of `codegloss
+//!   serve` at 100 connections, against Python's `http.server`.
+//! - `cargo xtask fuzz [--seconds N] [--target name]`: the libFuzzer
+//!   targets of `fuzz/` over every decoder of untrusted bytes.
 //! - `cargo xtask site-assets`: build the wasm client and the widget into
 //!   `target/site-assets` (what `codegloss index --site` copies).
 //! - `cargo xtask llm-server [--model smollm2|qwen-coder-1.5b] [--stop]`: a
@@ -33,6 +37,8 @@ use clap::{Parser, Subcommand};
 mod bench_answers;
 mod bench_explain;
 mod bench_retrieval;
+mod bench_serve;
+mod fuzz;
 mod llm;
 mod models;
 mod site;
@@ -74,6 +80,20 @@ enum Cmd {
     /// Build the static site's assets into target/site-assets: the wasm
     /// client (wasm-bindgen), the worker, the widget and the landing page.
     SiteAssets,
+    /// Run the fuzz targets of `fuzz/` (cargo-fuzz, installed once) from
+    /// their seed corpus, for a fixed time each.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Only this target (`index_data`, `web_shard`, `sse`, ...).
+        #[arg(long)]
+        target: Option<String>,
+        /// Start from the committed seeds alone (as `ci` does), not from
+        /// the corpus earlier runs grew in `fuzz/target/corpus/`.
+        #[arg(long)]
+        fresh: bool,
+    },
     /// Index the bundled example (tests/fixtures/sci-demo) and write its static site, inspect a symbol and answer a retrieval query.
     Demo {
         /// Where to write the index.
@@ -84,6 +104,20 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum Bench {
+    /// `codegloss serve` under load on loopback (autocannon from npm):
+    /// requests per second, p50/p99 latency and errors per file kind, with
+    /// Python's threaded `http.server` on the same site as the baseline.
+    Serve {
+        /// Connections held open at once.
+        #[arg(long, default_value_t = 100)]
+        connections: usize,
+        /// Seconds per file and server.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Where to write the results JSON.
+        #[arg(long, default_value = "target/bench/serve.json")]
+        json: PathBuf,
+    },
     /// The static site in headless Chromium: site size, bytes before the
     /// first keyword and semantic results and per later query, time to
     /// first results cold and warm, wasm retrieval time against the native
@@ -315,6 +349,15 @@ fn ci() -> Result<()> {
         "--features",
         "cuda",
     ]))?;
+    // Every decoder of untrusted bytes, briefly (`cargo xtask fuzz` for longer).
+    fuzz::fuzz(
+        &root(),
+        &fuzz::Options {
+            seconds: 12,
+            target: None,
+            fresh: true,
+        },
+    )?;
     eprintln!("ci: all checks passed");
     // One closing line for the whole suite (cargo's own last line is often
     // a doc-test binary with 0 tests).
@@ -419,6 +462,18 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::Ci => ci(),
         Cmd::Demo { out } => demo(&out),
+        Cmd::Fuzz {
+            seconds,
+            target,
+            fresh,
+        } => fuzz::fuzz(
+            &root(),
+            &fuzz::Options {
+                seconds,
+                target: target.as_deref(),
+                fresh,
+            },
+        ),
         Cmd::SiteAssets => site::assets(&root()).map(|p| println!("{}", p.display())),
         Cmd::LlmServer {
             model,
@@ -445,6 +500,18 @@ fn main() -> Result<()> {
                     json,
                 },
         } => site::bench(&root(), &index, &questions, &json),
+        Cmd::Bench {
+            which:
+                Bench::Serve {
+                    connections,
+                    seconds,
+                    json,
+                },
+        } => bench_serve::bench(&bench_serve::Options {
+            connections,
+            seconds,
+            json: &root().join(json),
+        }),
         Cmd::Bench {
             which: Bench::Embed { repo, edit, json },
         } => bench_embed(&repo, &edit, &json),

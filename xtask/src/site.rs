@@ -117,8 +117,17 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
             &out.join("codegloss/ort").join(f),
         )?;
     }
-    for f in ["widget.js", "widget.css", "worker.js"] {
-        copy(&root.join("site").join(f), &out.join("codegloss").join(f))?;
+    // Every module and stylesheet of the widget (widget.js imports its
+    // helpers, the worker its own; the landing page has its stylesheet).
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("site"))
+        .context("reading site/")?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    files.retain(|p| p.extension().is_some_and(|x| x == "js" || x == "css"));
+    files.sort();
+    for f in files {
+        let name = f.file_name().context("a site file name")?;
+        copy(&f, &out.join("codegloss").join(name))?;
     }
     copy(&root.join("site/index.html"), &out.join("index.html"))?;
     Ok(out)
@@ -150,9 +159,15 @@ fn install_chromium() -> Result<()> {
 
 /// The pinned npm packages, installed once under `~/.cache/codegloss/npm`.
 fn npm_packages() -> Result<PathBuf> {
+    npm_install(&NPM_PACKAGES)
+}
+
+/// Install pinned npm packages (name, version) under
+/// `~/.cache/codegloss/npm` where that version is not there yet.
+pub fn npm_install(packages: &[(&str, &str)]) -> Result<PathBuf> {
     let npm_dir = cache_dir()?.join("npm");
     std::fs::create_dir_all(&npm_dir)?;
-    let missing: Vec<String> = NPM_PACKAGES
+    let missing: Vec<String> = packages
         .iter()
         .filter(|(name, version)| {
             let manifest = npm_dir.join("node_modules").join(name).join("package.json");

@@ -26,18 +26,20 @@ use serde::{Deserialize, Serialize};
 use crate::error::CoreError;
 use crate::format::{bincode_config, sha256_hex, Counts, EmbeddingInfo, IndexData, Manifest};
 use crate::lexical::LexicalIndex;
-use crate::model::{Chunk, Entity};
+use crate::model::{Chunk, CodeFrame, Entity};
 use crate::retrieve::features::TextFeatures;
 use crate::retrieve::Corpus;
 use crate::vectors::VectorIndex;
 
+mod columns;
 mod tables;
 pub use tables::{base_name, Tables};
 
 /// Magic number at the start of every shard.
 pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
-/// Version of the web layout; bumped on any incompatible change.
-pub const WEB_FORMAT_VERSION: u32 = 3;
+/// Version of the web layout; bumped on any incompatible change (4: text
+/// shards carry each chunk's [`crate::model::CodeFrame`]).
+pub const WEB_FORMAT_VERSION: u32 = 4;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard: about 8–16 KiB compressed, so a query
@@ -305,6 +307,8 @@ pub struct ChunkText {
     pub id: u32,
     /// Source text.
     pub code: String,
+    /// Which lines of `code` are not the file's own text.
+    pub frame: CodeFrame,
     /// Leading doc comment.
     pub leading_comment: Option<String>,
     /// Parameter list as written.
@@ -324,6 +328,7 @@ impl ChunkText {
         ChunkText {
             id: c.id,
             code: std::mem::take(&mut c.code),
+            frame: std::mem::take(&mut c.frame),
             leading_comment: c.leading_comment.take(),
             parameters: std::mem::take(&mut c.parameters),
             return_type: c.return_type.take(),
@@ -335,6 +340,7 @@ impl ChunkText {
 
     fn restore(self, c: &mut Chunk) {
         c.code = self.code;
+        c.frame = self.frame;
         c.leading_comment = self.leading_comment;
         c.parameters = self.parameters;
         c.return_type = self.return_type;
@@ -465,13 +471,10 @@ pub fn open_shard(info: &ShardInfo, bytes: &[u8]) -> Result<Vec<u8>, CoreError> 
 
 fn decode_shard<T: DeserializeOwned>(info: &ShardInfo, bytes: &[u8]) -> Result<T, CoreError> {
     let payload = open_shard(info, bytes)?;
-    let (value, used) =
-        bincode::serde::decode_from_slice(&payload, bincode_config()).map_err(|e| {
-            CoreError::Decode {
-                file: info.name.clone(),
-                message: e.to_string(),
-            }
-        })?;
+    let (value, used) = crate::bounded::decode(&payload).map_err(|e| CoreError::Decode {
+        file: info.name.clone(),
+        message: e.to_string(),
+    })?;
     if used != payload.len() {
         return Err(CoreError::Decode {
             file: info.name.clone(),

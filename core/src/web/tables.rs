@@ -17,123 +17,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    Chunk, Edge, EdgeKind, Entity, EntityKind, Gloss, GlossSource, Include, Language, Scope,
-    SourceFile, SourceType,
+    Chunk, CodeFrame, Edge, EdgeKind, Entity, EntityKind, Gloss, GlossSource, Include, Language,
+    Scope, SourceFile, SourceType,
 };
 use crate::retrieve::features::{ChunkFeatures, TextFeatures};
 
-/// A string column stored as differences from a predicted string: per row,
-/// how many bytes to cut from the end of the prediction and what to append.
-/// A correct prediction costs `(0, "")`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-pub struct DiffColumn {
-    cut: Vec<u32>,
-    append: Vec<String>,
-}
-
-impl DiffColumn {
-    fn push(&mut self, predicted: &str, value: &str) {
-        let mut keep = predicted
-            .bytes()
-            .zip(value.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
-        while !value.is_char_boundary(keep) {
-            keep -= 1;
-        }
-        self.cut.push((predicted.len() - keep) as u32);
-        self.append.push(value[keep..].to_string());
-    }
-
-    fn get(&self, row: usize, predicted: &str) -> Result<String, String> {
-        let (Some(&cut), Some(append)) = (self.cut.get(row), self.append.get(row)) else {
-            return Err(format!("string column has no row {row}"));
-        };
-        let keep = predicted
-            .len()
-            .checked_sub(cut as usize)
-            .filter(|&k| predicted.is_char_boundary(k))
-            .ok_or_else(|| format!("row {row} cuts {cut} bytes from a shorter string"))?;
-        Ok(format!("{}{append}", &predicted[..keep]))
-    }
-
-    fn len(&self) -> usize {
-        self.cut.len()
-    }
-}
-
-/// An optional string column against an optional prediction: per row a tag
-/// (0: as predicted, 1: none, 2: a string, stored as a difference from the
-/// prediction or from "").
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-pub struct OptDiffColumn {
-    tag: Vec<u8>,
-    values: DiffColumn,
-}
-
-impl OptDiffColumn {
-    fn push(&mut self, predicted: Option<&str>, value: Option<&str>) {
-        match value {
-            v if v == predicted => self.tag.push(0),
-            None => self.tag.push(1),
-            Some(v) => {
-                self.tag.push(2);
-                self.values.push(predicted.unwrap_or(""), v);
-            }
-        }
-    }
-
-    /// Decode every row, given each row's prediction.
-    fn decode<'a>(
-        &self,
-        predictions: impl Iterator<Item = Option<&'a str>>,
-    ) -> Result<Vec<Option<String>>, String> {
-        let mut next = 0usize;
-        self.tag
-            .iter()
-            .zip(predictions)
-            .map(|(&tag, predicted)| match tag {
-                0 => Ok(predicted.map(str::to_string)),
-                1 => Ok(None),
-                2 => {
-                    next += 1;
-                    self.values.get(next - 1, predicted.unwrap_or("")).map(Some)
-                }
-                t => Err(format!("optional string column has tag {t}")),
-            })
-            .collect()
-    }
-}
-
-/// Zigzag code of a signed step, so small steps either way are small.
-fn zigzag(step: i64) -> u64 {
-    ((step << 1) ^ (step >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
-/// `value - previous` as a zigzag step.
-fn step(previous: u32, value: u32) -> u64 {
-    zigzag(i64::from(value) - i64::from(previous))
-}
-
-fn unstep(previous: u32, v: u64, what: &str) -> Result<u32, String> {
-    u32::try_from(i64::from(previous) + unzigzag(v)).map_err(|_| format!("{what} out of range"))
-}
-
-/// An optional id as a step from a reference: 0 for none, else step + 1.
-fn opt_step(reference: u32, value: Option<u32>) -> u64 {
-    value.map_or(0, |v| step(reference, v) + 1)
-}
-
-fn unopt_step(reference: u32, v: u64, what: &str) -> Result<Option<u32>, String> {
-    match v {
-        0 => Ok(None),
-        v => unstep(reference, v - 1, what).map(Some),
-    }
-}
+use super::columns::{opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn};
 
 /// Last `/`-separated component of a path.
 fn file_name(path: &str) -> &str {
@@ -455,9 +344,38 @@ impl Tables {
         Ok(t)
     }
 
+    /// What the string columns cost in the shard (the entity names too,
+    /// from which qualified names are predicted).
+    fn string_weight(&self) -> usize {
+        let (f, en, ch, fe) = (&self.files, &self.entities, &self.chunks, &self.features);
+        [
+            &f.path,
+            &f.module,
+            &en.qualified_name,
+            &en.parent_symbol,
+            &en.class_name.values,
+            &en.module,
+            &ch.path,
+            &ch.base_name,
+            &ch.chunk_type,
+            &ch.symbol_name,
+            &ch.parent_symbol,
+            &ch.class_name.values,
+            &self.terms,
+            &fe.names,
+        ]
+        .iter()
+        .map(|c| c.weight())
+        .chain([en.class_name.tag.len(), ch.class_name.tag.len()])
+        .chain(en.name.iter().map(String::len))
+        .sum()
+    }
+
     /// Decode. Fails with a message when columns disagree in length or a
-    /// value is out of range; it never panics on any input.
+    /// value is out of range, or when the string columns would decode to
+    /// more than their budget ([`Budget`]); it never panics on any input.
     pub fn unpack(&self) -> Result<Decoded, String> {
+        let budget = &Budget::new(self.string_weight());
         let f = &self.files;
         let n = f.path.len();
         same_len(
@@ -476,10 +394,12 @@ impl Tables {
         let mut files: Vec<SourceFile> = Vec::with_capacity(n);
         for i in 0..n {
             let previous = files.last();
-            let path = f.path.get(i, previous.map_or("", |p| p.path.as_str()))?;
+            let path = f
+                .path
+                .get(i, previous.map_or("", |p| p.path.as_str()), budget)?;
             let module = f
                 .module
-                .get(i, previous.map_or("", |p| p.module.as_str()))?;
+                .get(i, previous.map_or("", |p| p.module.as_str()), budget)?;
             files.push(SourceFile {
                 id: i as u32,
                 path,
@@ -527,12 +447,12 @@ impl Tables {
             let name = en.name[i].clone();
             let (qualified, parent_symbol, module) =
                 predict_entity(&files, &entities, kind, &name, parent, file);
-            let parent_symbol = en.parent_symbol.get(i, &parent_symbol)?;
+            let parent_symbol = en.parent_symbol.get(i, &parent_symbol, budget)?;
             class_names.push(parent_symbol.clone());
             entities.push(Entity {
                 id,
                 kind,
-                qualified_name: en.qualified_name.get(i, &qualified)?,
+                qualified_name: en.qualified_name.get(i, &qualified, budget)?,
                 name,
                 parent,
                 parent_symbol,
@@ -547,7 +467,7 @@ impl Tables {
                 doc_comment: None,
                 is_definition: en.is_definition[i],
                 section_path: en.section_path[i].clone(),
-                module: en.module.get(i, &module)?,
+                module: en.module.get(i, &module, budget)?,
                 gloss: Gloss {
                     text: String::new(),
                     source: en.gloss_source[i],
@@ -560,7 +480,7 @@ impl Tables {
         }
         let decoded = en
             .class_name
-            .decode(class_names.iter().map(|s| Some(s.as_str())))?;
+            .decode(class_names.iter().map(|s| Some(s.as_str())), budget)?;
         for (e, c) in entities.iter_mut().zip(decoded) {
             e.class_name = c;
         }
@@ -613,30 +533,32 @@ impl Tables {
                 entity,
                 part,
                 parts,
-                path: ch.path.get(i, &p.path)?,
+                path: ch.path.get(i, &p.path, budget)?,
                 file_name: String::new(),
-                base_name: ch.base_name.get(i, &p.base_name)?,
+                base_name: ch.base_name.get(i, &p.base_name, budget)?,
                 source_type: ch.source_type[i].unwrap_or_else(|| file.map(|f| f.source_type)),
                 scope,
                 language: ch.language[i].unwrap_or_else(|| file.map(|f| f.language)),
                 entity_type: ch.entity_type[i].unwrap_or(e.kind),
-                chunk_type: ch.chunk_type.get(i, &p.chunk_type)?,
-                symbol_name: ch.symbol_name.get(i, &p.symbol_name)?,
-                parent_symbol: ch.parent_symbol.get(i, &e.parent_symbol)?,
+                chunk_type: ch.chunk_type.get(i, &p.chunk_type, budget)?,
+                symbol_name: ch.symbol_name.get(i, &p.symbol_name, budget)?,
+                parent_symbol: ch.parent_symbol.get(i, &e.parent_symbol, budget)?,
                 class_name: None,
                 return_type: None,
                 parameters: String::new(),
                 leading_comment: None,
                 code: String::new(),
+                frame: CodeFrame::default(),
                 start_line,
                 end_line: start_line.wrapping_add(ch.line_count[i]).wrapping_sub(1),
                 module: String::new(),
                 section_path: None,
             });
         }
-        let decoded = ch
-            .class_name
-            .decode(owners.iter().map(|&e| entities[e].class_name.as_deref()))?;
+        let decoded = ch.class_name.decode(
+            owners.iter().map(|&e| entities[e].class_name.as_deref()),
+            budget,
+        )?;
         for (c, name) in chunks.iter_mut().zip(decoded) {
             c.class_name = name;
         }
@@ -659,14 +581,18 @@ impl Tables {
 
         let mut terms: Vec<String> = Vec::with_capacity(self.terms.len());
         for i in 0..self.terms.len() {
-            let term = self.terms.get(i, terms.last().map_or("", String::as_str))?;
+            let term = self
+                .terms
+                .get(i, terms.last().map_or("", String::as_str), budget)?;
             terms.push(term);
         }
 
         let fe = &self.features;
         let mut names: Vec<String> = Vec::with_capacity(fe.names.len());
         for i in 0..fe.names.len() {
-            let name = fe.names.get(i, names.last().map_or("", String::as_str))?;
+            let name = fe
+                .names
+                .get(i, names.last().map_or("", String::as_str), budget)?;
             names.push(name);
         }
         let n = fe.nonblank_lines.len();
@@ -736,19 +662,20 @@ mod tests {
             c.push(p, v);
         }
         for (i, (p, v)) in rows.iter().enumerate() {
-            assert_eq!(c.get(i, p).unwrap(), *v);
+            assert_eq!(c.get(i, p, &Budget::new(0)).unwrap(), *v);
         }
         assert_eq!(c.cut[1], 0);
         assert!(c.append[1].is_empty());
         // A bad cut is an error, not a panic.
-        assert!(c.get(0, "").is_ok());
-        assert!(c.get(99, "").is_err());
+        let budget = &Budget::new(0);
+        assert!(c.get(0, "", budget).is_ok());
+        assert!(c.get(99, "", budget).is_err());
         let bad = DiffColumn {
             cut: vec![5, 1],
             append: vec![String::new(), String::new()],
         };
-        assert!(bad.get(0, "ab").is_err());
-        assert!(bad.get(1, "ä").is_err());
+        assert!(bad.get(0, "ab", budget).is_err());
+        assert!(bad.get(1, "ä", budget).is_err());
     }
 
     #[test]
@@ -764,7 +691,9 @@ mod tests {
         for (p, v) in rows {
             c.push(p, v);
         }
-        let got = c.decode(rows.iter().map(|(p, _)| *p)).unwrap();
+        let got = c
+            .decode(rows.iter().map(|(p, _)| *p), &Budget::new(0))
+            .unwrap();
         let want: Vec<Option<String>> = rows.iter().map(|(_, v)| v.map(str::to_string)).collect();
         assert_eq!(got, want);
         assert_eq!(c.tag, vec![0, 0, 1, 2, 2]);
@@ -778,5 +707,49 @@ mod tests {
         }
         assert_eq!(unopt_step(7, opt_step(7, None), "x").unwrap(), None);
         assert!(unstep(0, zigzag(-1), "x").is_err());
+    }
+
+    #[test]
+    fn front_coded_strings_cannot_multiply_past_the_budget() {
+        // Each term is "the previous one, nothing cut, nothing added": 4 Ki
+        // rows after a 64 KiB term cost 8 KiB of shard and would decode to
+        // 256 MiB (a whole shard of them: without bound).
+        let mut t = Tables::default();
+        t.terms.cut = vec![0; 4097];
+        t.terms.append = std::iter::once("x".repeat(64 << 10))
+            .chain(std::iter::repeat_n(String::new(), 4096))
+            .collect();
+        let err = t.unpack().unwrap_err();
+        assert!(err.contains("decode to more than"), "{err}");
+    }
+
+    #[test]
+    fn qualified_names_predicted_from_parents_cannot_grow_past_the_budget() {
+        // Each entity the child of the one before, named "ab": the predicted
+        // qualified names grow by four bytes a row, quadratic in all
+        // (3 Ki rows, 15 KB of columns: 60 MB of names, times three columns).
+        let n = 3 << 10;
+        let mut t = Tables::default();
+        let en = &mut t.entities;
+        for i in 0..n {
+            en.kind.push(EntityKind::Class);
+            en.name.push("ab".into());
+            en.qualified_name.push("", "");
+            en.parent
+                .push(if i == 0 { 0 } else { opt_step(i, Some(i - 1)) });
+            en.parent_symbol.push("", "");
+            en.class_name.tag.push(0);
+            en.file.push(0);
+            en.is_definition.push(true);
+            en.section_path.push(None);
+            en.module.push("", "");
+            en.gloss_source.push(GlossSource::Structural);
+            en.gloss_model.push(None);
+        }
+        let err = t.unpack().unwrap_err();
+        assert!(err.contains("decode to more than"), "{err}");
+        // A shallow tree of the same size decodes.
+        t.entities.parent = vec![0; n as usize];
+        assert_eq!(t.unpack().unwrap().entities.len(), n as usize);
     }
 }

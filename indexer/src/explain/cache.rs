@@ -121,11 +121,17 @@ impl GlossCache {
             if let Some(dir) = self.path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
             }
-            let f = std::fs::OpenOptions::new()
+            let mut f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&self.path)
                 .map_err(|e| IndexError::io(&self.path, e))?;
+            // A run killed mid-write left half a line: end it, so the
+            // first new entry is not glued to it and lost as well.
+            if !ends_with_newline(&self.path).map_err(|e| IndexError::io(&self.path, e))? {
+                f.write_all(b"\n")
+                    .map_err(|e| IndexError::io(&self.path, e))?;
+            }
             *w = Some(f);
         }
         let f = w.as_mut().expect("opened above");
@@ -167,6 +173,19 @@ impl GlossCache {
         std::fs::rename(&tmp, &self.path).map_err(|e| IndexError::io(&self.path, e))?;
         Ok(text.len() as u64)
     }
+}
+
+/// Whether a file is empty or ends with a line break.
+fn ends_with_newline(path: &Path) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    if f.metadata()?.len() == 0 {
+        return Ok(true);
+    }
+    f.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    f.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
 }
 
 /// Lock a mutex; a panicked holder leaves data that is still usable here.
@@ -212,6 +231,11 @@ mod tests {
         assert_eq!(c.len(), 2);
         assert_eq!(c.skipped_lines, 1);
         assert_eq!(c.get("a").unwrap().text, "text a");
+        // The next run's first gloss is not lost with the broken line.
+        c.append(&entry("e", "file")).unwrap();
+        let reread = GlossCache::open(&path).unwrap();
+        assert_eq!(reread.len(), 3, "{:?}", std::fs::read_to_string(&path));
+        assert_eq!(reread.skipped_lines, 1);
         // Only `file` ran: `a` was used, `b` belongs to a level not run.
         c.compact(&["file"], &[entry("d", "file")]).unwrap();
         let c = GlossCache::open(&path).unwrap();

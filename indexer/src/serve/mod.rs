@@ -27,13 +27,17 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use codegloss_core::web::WEB_MANIFEST;
 
 use crate::error::IndexError;
 use crate::site::content_security_policy;
+
+mod http;
+
+use http::{byte_range, parse_head, Body, Head, RangeAsk, Reply};
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -110,11 +114,15 @@ struct Server {
     gzipped: Mutex<GzipCache>,
 }
 
+/// Gzipped bodies by path, each with the validator of its version.
 #[derive(Default)]
 struct GzipCache {
     bytes: usize,
-    entries: HashMap<PathBuf, (String, Arc<Vec<u8>>)>,
+    entries: HashMap<PathBuf, (String, GzipCell)>,
 }
+
+/// One file version's gzipped body, filled by the first request for it.
+type GzipCell = Arc<OnceLock<Result<Arc<Vec<u8>>, String>>>;
 
 impl Server {
     fn new(root: &Path, host: IpAddr) -> Result<Self, IndexError> {
@@ -377,30 +385,43 @@ impl Server {
         }
     }
 
-    /// The gzipped body of a file, compressed once per version.
+    /// The gzipped body of a file, compressed once per version: the first
+    /// request compresses it, those that come meanwhile wait for that one.
     fn gzipped(&self, path: &Path, tag: &str) -> std::io::Result<Arc<Vec<u8>>> {
-        {
-            let cache = self.gzipped.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((t, body)) = cache.entries.get(path) {
-                if t == tag {
-                    return Ok(body.clone());
+        let cell = {
+            let mut cache = self.gzipped.lock().unwrap_or_else(PoisonError::into_inner);
+            match cache.entries.get(path) {
+                Some((t, cell)) if t == tag => cell.clone(),
+                _ => {
+                    if cache.bytes > GZIP_CACHE_BYTES {
+                        cache.entries.clear();
+                        cache.bytes = 0;
+                    }
+                    let cell = Arc::new(OnceLock::new());
+                    cache
+                        .entries
+                        .insert(path.to_path_buf(), (tag.to_string(), cell.clone()));
+                    cell
                 }
             }
+        };
+        let body = cell.get_or_init(|| {
+            let body = std::fs::read(path).map(|b| Arc::new(gzip(&b)));
+            if let Ok(b) = &body {
+                let mut cache = self.gzipped.lock().unwrap_or_else(PoisonError::into_inner);
+                cache.bytes += b.len();
+            }
+            body.map_err(|e| e.to_string())
+        });
+        match body {
+            Ok(b) => Ok(b.clone()),
+            Err(e) => {
+                // Not kept: the next request tries again.
+                let mut cache = self.gzipped.lock().unwrap_or_else(PoisonError::into_inner);
+                cache.entries.remove(path);
+                Err(std::io::Error::other(e.clone()))
+            }
         }
-        let body = Arc::new(gzip(&std::fs::read(path)?));
-        let mut cache = self.gzipped.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.bytes + body.len() > GZIP_CACHE_BYTES {
-            cache.entries.clear();
-            cache.bytes = 0;
-        }
-        cache.bytes += body.len();
-        if let Some((_, old)) = cache
-            .entries
-            .insert(path.to_path_buf(), (tag.to_string(), body.clone()))
-        {
-            cache.bytes = cache.bytes.saturating_sub(old.len());
-        }
-        Ok(body)
     }
 }
 
@@ -412,11 +433,19 @@ fn is_timeout(e: &std::io::Error) -> bool {
 }
 
 /// The site's policy: the one its landing page declares (the site writer
-/// puts the configured policy there), else the default.
+/// puts the configured policy there), else the one the site writer wrote
+/// beside the widget (a maintainer's own landing page), else the default.
 fn site_policy(root: &Path) -> String {
+    let written = || {
+        let text = std::fs::read_to_string(root.join(crate::site::POLICY_FILE)).ok()?;
+        let line = text.trim();
+        (!line.is_empty() && line.chars().all(|c| (' '..='~').contains(&c)))
+            .then(|| line.to_string())
+    };
     std::fs::read_to_string(root.join("index.html"))
         .ok()
         .and_then(|page| meta_policy(&page))
+        .or_else(written)
         .unwrap_or_else(|| content_security_policy(&[]))
 }
 
@@ -503,178 +532,6 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     e.finish().expect("writing to memory")
 }
 
-/// What a `Range` header asks of a body of a given length.
-#[derive(Debug, PartialEq, Eq)]
-enum RangeAsk {
-    /// First and last byte, inclusive.
-    Bytes(usize, usize),
-    /// No byte of the body is in the range: 416.
-    Unsatisfiable,
-    /// Not a single byte range we serve (other units, several ranges,
-    /// malformed): the whole body, as RFC 9110 allows.
-    Ignore,
-}
-
-fn byte_range(value: &str, len: usize) -> RangeAsk {
-    let Some(spec) = value.trim().strip_prefix("bytes=") else {
-        return RangeAsk::Ignore;
-    };
-    if spec.contains(',') {
-        return RangeAsk::Ignore;
-    }
-    let Some((a, b)) = spec.trim().split_once('-') else {
-        return RangeAsk::Ignore;
-    };
-    let (a, b) = (a.trim(), b.trim());
-    let parse = |s: &str| s.parse::<usize>().ok();
-    match (a.is_empty(), b.is_empty()) {
-        // The last n bytes.
-        (true, false) => match parse(b) {
-            Some(0) => RangeAsk::Unsatisfiable,
-            Some(n) if len > 0 => RangeAsk::Bytes(len.saturating_sub(n), len - 1),
-            Some(_) => RangeAsk::Unsatisfiable,
-            None => RangeAsk::Ignore,
-        },
-        (false, _) => {
-            let Some(first) = parse(a) else {
-                return RangeAsk::Ignore;
-            };
-            let last = if b.is_empty() {
-                Some(usize::MAX)
-            } else {
-                parse(b)
-            };
-            match last {
-                None => RangeAsk::Ignore,
-                Some(last) if last < first => RangeAsk::Ignore,
-                Some(_) if first >= len => RangeAsk::Unsatisfiable,
-                Some(last) => RangeAsk::Bytes(first, last.min(len - 1)),
-            }
-        }
-        (true, true) => RangeAsk::Ignore,
-    }
-}
-
-/// One parsed request head.
-struct Head {
-    method: String,
-    path: String,
-    host: Option<String>,
-    keep_alive: bool,
-    gzip: bool,
-    if_none_match: Option<String>,
-    range: Option<String>,
-    if_range: Option<String>,
-    /// Bytes of the head (what follows belongs to the next request).
-    len: usize,
-}
-
-fn parse_head(buf: &[u8]) -> Result<Option<Head>, String> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut req = httparse::Request::new(&mut headers);
-    let len = match req.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(format!("bad request: {e}")),
-    };
-    let value = |name: &str| {
-        req.headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| String::from_utf8_lossy(h.value).into_owned())
-    };
-    let connection = value("Connection").unwrap_or_default().to_ascii_lowercase();
-    if value("Content-Length").is_some_and(|v| v.trim() != "0")
-        || value("Transfer-Encoding").is_some()
-    {
-        return Err("requests with a body are not served".into());
-    }
-    Ok(Some(Head {
-        method: req.method.unwrap_or("").to_string(),
-        path: req.path.unwrap_or("/").to_string(),
-        host: value("Host"),
-        keep_alive: if req.version == Some(0) {
-            connection.contains("keep-alive")
-        } else {
-            !connection.contains("close")
-        },
-        gzip: value("Accept-Encoding").is_some_and(|v| v.contains("gzip")),
-        if_none_match: value("If-None-Match"),
-        range: value("Range"),
-        if_range: value("If-Range"),
-        len,
-    }))
-}
-
-/// A reply body: owned, shared with the gzip cache, or none.
-enum Body {
-    Empty,
-    Owned(Vec<u8>),
-    Shared(Arc<Vec<u8>>),
-}
-
-impl Body {
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Body::Empty => &[],
-            Body::Owned(b) => b,
-            Body::Shared(b) => b,
-        }
-    }
-}
-
-/// A response of `codegloss serve`.
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Body,
-}
-
-impl Reply {
-    fn text(status: u16, text: &str) -> Self {
-        Reply {
-            status,
-            headers: vec![("Content-Type", "text/plain; charset=utf-8".into())],
-            body: Body::Owned(text.as_bytes().to_vec()),
-        }
-    }
-
-    fn bytes(&self, head_only: bool, keep_alive: bool) -> Vec<u8> {
-        let reason = match self.status {
-            200 => "OK",
-            206 => "Partial Content",
-            304 => "Not Modified",
-            400 => "Bad Request",
-            403 => "Forbidden",
-            404 => "Not Found",
-            405 => "Method Not Allowed",
-            408 => "Request Timeout",
-            416 => "Range Not Satisfiable",
-            431 => "Request Header Fields Too Large",
-            503 => "Service Unavailable",
-            _ => "Internal Server Error",
-        };
-        let mut out = format!("HTTP/1.1 {} {reason}\r\n", self.status);
-        for (k, v) in &self.headers {
-            out.push_str(&format!("{k}: {v}\r\n"));
-        }
-        let body = self.body.as_slice();
-        if self.status != 304 {
-            out.push_str(&format!("Content-Length: {}\r\n", body.len()));
-        }
-        out.push_str(if keep_alive {
-            "Connection: keep-alive\r\n\r\n"
-        } else {
-            "Connection: close\r\n\r\n"
-        });
-        let mut bytes = out.into_bytes();
-        if !head_only && self.status != 304 {
-            bytes.extend_from_slice(body);
-        }
-        bytes
-    }
-}
-
 /// A validator for revalidation: size and modification time, without the
 /// closing quote (the caller marks the gzipped variant).
 fn etag(m: &std::fs::Metadata) -> Option<String> {
@@ -721,43 +578,24 @@ mod tests {
     }
 
     #[test]
-    fn request_heads() {
-        let h =
-            parse_head(b"GET /a.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, br\r\n\r\nGET")
-                .unwrap()
-                .unwrap();
-        assert_eq!((h.method.as_str(), h.path.as_str()), ("GET", "/a.js"));
-        assert!(h.keep_alive && h.gzip && h.if_none_match.is_none());
-        assert_eq!(h.host.as_deref(), Some("x"));
-        assert_eq!(h.len, 58);
-        assert!(parse_head(b"GET / HTTP/1.1\r\nHost").unwrap().is_none());
-        let h = parse_head(b"GET / HTTP/1.0\r\n\r\n").unwrap().unwrap();
-        assert!(!h.keep_alive);
-        let h = parse_head(b"GET / HTTP/1.1\r\nConnection: close\r\nIf-None-Match: \"a\"\r\nRange: bytes=0-1\r\n\r\n")
-            .unwrap()
+    fn a_file_is_compressed_once_per_version() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("index")).unwrap();
+        std::fs::write(dir.path().join("index/codegloss.json"), "{}").unwrap();
+        let page = dir.path().join("page.html");
+        std::fs::write(&page, "hello ".repeat(1000)).unwrap();
+        let server = Server::new(dir.path(), IpAddr::from([127, 0, 0, 1])).unwrap();
+        let a = server.gzipped(&page, "v1").unwrap();
+        let b = server.gzipped(&page, "v1").unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "compressed twice");
+        std::fs::write(&page, "changed ".repeat(1000)).unwrap();
+        let c = server.gzipped(&page, "v2").unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(c.as_slice())
+            .read_to_string(&mut text)
             .unwrap();
-        assert!(!h.keep_alive);
-        assert_eq!(h.if_none_match.as_deref(), Some("\"a\""));
-        assert_eq!(h.range.as_deref(), Some("bytes=0-1"));
-        assert!(parse_head(b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello").is_err());
-        assert!(parse_head(b"\x01\x02 nonsense\r\n\r\n").is_err());
-    }
-
-    #[test]
-    fn byte_ranges() {
-        use RangeAsk::*;
-        assert_eq!(byte_range("bytes=0-9", 100), Bytes(0, 9));
-        assert_eq!(byte_range("bytes=90-", 100), Bytes(90, 99));
-        assert_eq!(byte_range("bytes=-10", 100), Bytes(90, 99));
-        assert_eq!(byte_range("bytes=-500", 100), Bytes(0, 99));
-        assert_eq!(byte_range("bytes=50-500", 100), Bytes(50, 99));
-        assert_eq!(byte_range("bytes=100-", 100), Unsatisfiable);
-        assert_eq!(byte_range("bytes=-0", 100), Unsatisfiable);
-        assert_eq!(byte_range("bytes=0-", 0), Unsatisfiable);
-        assert_eq!(byte_range("bytes=9-1", 100), Ignore);
-        assert_eq!(byte_range("bytes=0-1,5-6", 100), Ignore);
-        assert_eq!(byte_range("items=0-1", 100), Ignore);
-        assert_eq!(byte_range("bytes=x-1", 100), Ignore);
+        assert!(text.starts_with("changed "));
     }
 
     #[test]

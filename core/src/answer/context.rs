@@ -1,0 +1,549 @@
+//! The numbered, budgeted context of an answer: each retrieved chunk as
+//! its completed unit (the rest of a split class or function, a section
+//! with its subsections, a file's text), every excerpt fenced so that it
+//! cannot close its fence, nothing shown twice, and every location the
+//! file's own lines.
+
+use serde::{Deserialize, Serialize};
+
+use crate::lines::LineKind;
+use crate::model::{EdgeKind, EntityKind};
+use crate::retrieve::{Corpus, Retrieval, Role};
+use crate::text::{estimate_tokens, reveal_bidi};
+
+/// One chunk as numbered in the context.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ContextChunk {
+    /// Citation number (1-based).
+    pub n: u32,
+    /// Chunk id.
+    pub chunk: u32,
+    /// Repository path.
+    pub path: String,
+    /// First line.
+    pub start_line: u32,
+    /// Last line.
+    pub end_line: u32,
+    /// Qualified symbol or section name.
+    pub symbol: String,
+    /// `primary`, `structural_expansion` or `supplementary`.
+    pub role: String,
+}
+
+impl ContextChunk {
+    /// `path:start-end` (just the path when the chunk has no lines).
+    pub fn location(&self) -> String {
+        if self.start_line == 0 {
+            self.path.clone()
+        } else {
+            format!("{}:{}-{}", self.path, self.start_line, self.end_line)
+        }
+    }
+}
+
+/// The context sent to the answer model.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Context {
+    /// The formatted text.
+    pub text: String,
+    /// The chunks in it, numbered.
+    pub chunks: Vec<ContextChunk>,
+    /// Tokens of `text` by the counter used.
+    pub tokens: usize,
+    /// Chunks left out for the budget.
+    pub dropped_for_budget: usize,
+}
+
+/// A code fence that text cannot close from inside: one backtick longer
+/// than the longest run of backticks in `text`, and at least three
+/// (CommonMark closes a fence only with a run at least as long).
+pub fn fence_for(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for ch in text.chars() {
+        if ch == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+/// The fence language for a chunk's code.
+pub fn fence_language(path: &str) -> &'static str {
+    match path.rsplit('.').next().unwrap_or("") {
+        "md" | "markdown" => "markdown",
+        "rst" => "rst",
+        "txt" => "text",
+        "cmake" => "cmake",
+        _ if path.ends_with("CMakeLists.txt") => "cmake",
+        _ => "cpp",
+    }
+}
+
+/// Format one chunk block (without its number line's budget check);
+/// `lines` are the first and last line that `code` shows.
+fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str, lines: (u32, u32)) -> String {
+    let data = &corpus.data;
+    let c = &data.chunks[chunk as usize];
+    let e = &data.entities[c.entity as usize];
+    let level = match e.kind.level() {
+        crate::model::EntityLevel::Symbol => "symbol",
+        crate::model::EntityLevel::File => "file",
+        crate::model::EntityLevel::Module => "module",
+        crate::model::EntityLevel::CallChain => "call_chain",
+        crate::model::EntityLevel::DocumentationSection => "documentation_section",
+    };
+    let location = if c.start_line == 0 {
+        c.path.clone()
+    } else {
+        format!("{}:{}-{}", c.path, lines.0, lines.1)
+    };
+    let mut s = format!(
+        "[{n}] {} ({}, {level}) {}\nlocation: {location}\n",
+        e.qualified_name,
+        e.kind.as_str(),
+        role.as_str()
+    );
+    if !c.parent_symbol.is_empty() {
+        s.push_str(&format!("namespace: {}\n", c.parent_symbol));
+    }
+    if !e.gloss.text.is_empty() {
+        // The whole gloss: cutting structural glosses to 160 characters
+        // raised the nuggets present in the context (0.644 -> 0.680 on the
+        // IPPL dev split) but lowered the nuggets in Qwen2.5-Coder-1.5B's
+        // answers on 33 of those questions (0.236 -> 0.158), so it stays.
+        // The whole gloss. A file's facts composed from the graph instead
+        // (declarations, member functions, includes, the number of
+        // includers, no line count or includer list) lowered Qwen2.5-Coder
+        // 1.5B's nugget recall on 11 IPPL dev questions (0.273 -> 0.145),
+        // so the gloss stays as written.
+        let g = e.gloss.text.trim();
+        s.push_str(&format!("explanation: {}\n", g));
+    }
+    let refs: Vec<String> = corpus.out_edges[c.entity as usize]
+        .iter()
+        .filter(|(k, _)| matches!(k, EdgeKind::Calls | EdgeKind::Includes | EdgeKind::Inherits))
+        .take(8)
+        .map(|(k, t)| {
+            format!(
+                "{} {}",
+                k.as_str(),
+                data.entities[*t as usize].qualified_name
+            )
+        })
+        .collect();
+    if !refs.is_empty() {
+        s.push_str(&format!("references: {}\n", refs.join("; ")));
+    }
+    if !code.trim().is_empty() && e.kind != EntityKind::Module {
+        let fence = fence_for(code);
+        s.push_str(&format!(
+            "{fence}{}\n{}\n{fence}\n",
+            fence_language(&c.path),
+            code.trim_end()
+        ));
+    }
+    // Bidirectional control characters are written out: the model reads
+    // the excerpt in stored order anyway, but one copied into an answer
+    // would reorder the text a reader sees ("Trojan Source"), and written
+    // out the model can say that they are there.
+    reveal_bidi(&s).into_owned()
+}
+
+/// The most leading lines (out of `total`) for which `fits(k)` holds, by
+/// binary search; `fits` must be monotone (true up to some k, then false).
+fn leading_lines_that_fit(total: usize, fits: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0usize, total);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+/// A file's text as chunks: its outermost code and documentation chunks
+/// in line order (members sit inside their class, subsections follow their
+/// section). File, module, call-chain and namespace chunks are summaries,
+/// not text.
+fn file_text_chunks<'a>(data: &'a crate::IndexData, path: &str) -> Vec<&'a crate::model::Chunk> {
+    let mut parts: Vec<&crate::model::Chunk> = data
+        .chunks
+        .iter()
+        .filter(|c| {
+            c.path == path
+                && !matches!(
+                    data.entities[c.entity as usize].kind,
+                    EntityKind::File
+                        | EntityKind::Module
+                        | EntityKind::CallChain
+                        | EntityKind::Namespace
+                )
+        })
+        .collect();
+    parts.sort_by_key(|c| (c.start_line, std::cmp::Reverse(c.end_line)));
+    let mut out = Vec::new();
+    let mut covered = 0u32;
+    for c in parts {
+        if c.start_line > covered || c.start_line == 0 {
+            out.push(c);
+            covered = covered.max(c.end_line);
+        }
+    }
+    out
+}
+
+/// Whether an earlier block already shows all of a chunk's lines.
+fn is_shown(shown: &[(&str, u32, u32)], c: &crate::model::Chunk) -> bool {
+    shown
+        .iter()
+        .any(|&(p, a, b)| p == c.path && a <= c.start_line && c.end_line <= b)
+}
+
+/// One line of a completed unit, with its line number in the file (none
+/// for the repeated signature and part marker of a split part).
+struct UnitLine<'a> {
+    text: &'a str,
+    line: Option<u32>,
+}
+
+/// Lines of one chunk's code as shown in a unit. A later part of a split
+/// code entity drops its prelude (the signature it repeats and its
+/// `// [part i/n]` marker) unless it opens the unit, where the marker
+/// says where the text starts; every part drops its trailing `// [continues
+/// in part ...]` marker, so the parts join into the source. The rest is
+/// numbered with the file's own lines ([`crate::lines::code_lines`]).
+fn unit_lines(c: &crate::model::Chunk, drop_header: bool) -> Vec<UnitLine<'_>> {
+    crate::lines::code_lines(c)
+        .into_iter()
+        .filter(|l| match l.kind {
+            LineKind::Prelude => !drop_header,
+            LineKind::Trailer => false,
+            LineKind::Source { .. } => true,
+        })
+        .map(|l| UnitLine {
+            text: l.text,
+            line: l.line(),
+        })
+        .collect()
+}
+
+/// The first and last file line among `lines`.
+fn line_range(lines: &[UnitLine<'_>]) -> Option<(u32, u32)> {
+    let first = lines.iter().find_map(|l| l.line)?;
+    let last = lines.iter().rev().find_map(|l| l.line)?;
+    Some((first, last))
+}
+
+/// The chunks that complete a retrieved chunk into the unit a reader
+/// needs, in reading order, the chunk itself first among them:
+/// - a part of a split code entity: every part of it, the retrieved part
+///   and those after it first when the whole does not fit `cap` (the caller
+///   cuts at the cap, so the retrieved part always shows);
+/// - a documentation section: its parts and every subsection under it;
+/// - a file chunk: the file's text, as its outermost chunks in line order.
+///
+/// Any other chunk is a unit by itself. Only chunks of the same file are
+/// ever added. The browser fetches the text of these chunks before it
+/// builds an answer's context ([`context_chunks`]).
+pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
+    let data = &corpus.data;
+    let Some(c) = data.chunks.get(chunk as usize) else {
+        return Vec::new();
+    };
+    let e = &data.entities[c.entity as usize];
+    if e.kind == EntityKind::File {
+        let mut ids = vec![chunk];
+        ids.extend(file_text_chunks(data, &c.path).into_iter().map(|o| o.id));
+        return ids;
+    }
+    if e.kind == EntityKind::DocSection {
+        let prefix = format!("{} > ", e.qualified_name);
+        let mut ids: Vec<&crate::model::Chunk> = data
+            .chunks
+            .iter()
+            .filter(|o| {
+                o.path == c.path
+                    && o.entity_type == EntityKind::DocSection
+                    && (o.entity == c.entity
+                        || data.entities[o.entity as usize]
+                            .qualified_name
+                            .starts_with(&prefix))
+            })
+            .collect();
+        ids.sort_by_key(|o| (o.start_line, o.part));
+        // The retrieved part of a split section comes first.
+        let at = ids.iter().position(|o| o.id == chunk).unwrap_or(0);
+        return ids[at..].iter().map(|o| o.id).collect();
+    }
+    if c.parts > 1 {
+        let parts = &corpus.chunks_of_entity[c.entity as usize];
+        let at = parts.iter().position(|&p| p == chunk).unwrap_or(0);
+        let mut ids: Vec<u32> = parts.clone();
+        // Earlier parts come before it only when the caller has room; it
+        // asks for the tail first (see `unit_text`).
+        ids.rotate_left(at);
+        return ids;
+    }
+    vec![chunk]
+}
+
+/// Every chunk whose text the context of a retrieval may show: the
+/// retrieved chunks and the chunks that complete them ([`unit_chunks`]).
+pub fn context_chunks(corpus: &Corpus, retrieval: &Retrieval) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for rc in &retrieval.chunks {
+        for id in unit_chunks(corpus, rc.chunk) {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+    }
+    out
+}
+
+/// The lines of a chunk's completed unit, in file order, within `fits`
+/// (a monotone test of a candidate text): the whole unit when it fits,
+/// else the retrieved chunk and what follows it, cut at a line end.
+/// Returns the text and its first and last line.
+fn unit_text(
+    corpus: &Corpus,
+    chunk: u32,
+    shown: &[(&str, u32, u32)],
+    fits: &dyn Fn(&str) -> bool,
+) -> Option<(String, u32, u32)> {
+    let data = &corpus.data;
+    // What an earlier block already shows is not repeated.
+    let ids: Vec<u32> = unit_chunks(corpus, chunk)
+        .into_iter()
+        .filter(|&i| i == chunk || !is_shown(shown, &data.chunks[i as usize]))
+        .collect();
+    if ids.len() <= 1 {
+        return None;
+    }
+    let c = &data.chunks[chunk as usize];
+    let mut in_order: Vec<&crate::model::Chunk> =
+        ids.iter().map(|&i| &data.chunks[i as usize]).collect();
+    in_order.sort_by_key(|o| (o.start_line, o.part));
+    // Later parts of a split entity drop their repeated header, except a
+    // retrieved part that opens the text.
+    fn lines_of<'a>(pieces: &[&'a crate::model::Chunk], keep_first: bool) -> Vec<UnitLine<'a>> {
+        pieces
+            .iter()
+            .enumerate()
+            .flat_map(|(i, o)| unit_lines(o, o.part > 1 && !(keep_first && i == 0)))
+            .collect()
+    }
+    let join = |ls: &[UnitLine<'_>]| ls.iter().map(|l| l.text).collect::<Vec<_>>().join("\n");
+    let whole = lines_of(&in_order, false);
+    if fits(&join(&whole)) {
+        let (a, b) = line_range(&whole)?;
+        return Some((join(&whole), a, b));
+    }
+    // From the retrieved chunk on (a split entity keeps its header).
+    let at = in_order.iter().position(|o| o.id == chunk).unwrap_or(0);
+    // The retrieved chunk keeps its own header.
+    let mut tail = lines_of(&in_order[at..], true);
+    let marker = "... (cut to fit the context budget)";
+    let k = leading_lines_that_fit(tail.len(), |k| {
+        fits(&format!("{}\n{marker}", join(&tail[..k])))
+    });
+    if k <= c.code.lines().count() {
+        // Not even the chunk itself and one more line: no completion.
+        return None;
+    }
+    tail.truncate(k);
+    let (a, b) = line_range(&tail)?;
+    Some((format!("{}\n{marker}", join(&tail)), a, b))
+}
+
+/// Build the numbered context of a retrieval within `budget` tokens, as
+/// counted by `count` (the answer model's tokenizer when known, else
+/// [`estimate_tokens`]).
+///
+/// Each retrieved chunk is shown as its completed unit ([`unit_chunks`]):
+/// the rest of a split class or function, a documentation section with
+/// its subsections, the text of a documentation or build file. A unit
+/// takes at most a third of the budget and is cut at a line end; when even
+/// that does not fit, the chunk shows alone. A chunk whose lines an
+/// earlier block already shows is left out, so the budget holds more
+/// distinct evidence. Whole chunks are dropped from the lowest-ranked end;
+/// a first chunk that alone exceeds the budget keeps its leading code
+/// lines only, never part of a line.
+pub fn build_context(
+    corpus: &Corpus,
+    retrieval: &Retrieval,
+    budget: usize,
+    count: &dyn Fn(&str) -> usize,
+) -> Context {
+    let data = &corpus.data;
+    let mut text = String::new();
+    let mut chunks = Vec::new();
+    let mut tokens = 0usize;
+    let mut dropped = 0usize;
+    // Lines already shown, per path.
+    let mut shown: Vec<(&str, u32, u32)> = Vec::new();
+    let unit_cap = budget / 3;
+    for rc in &retrieval.chunks {
+        let n = chunks.len() as u32 + 1;
+        let c = &data.chunks[rc.chunk as usize];
+        let has_text = !c.code.trim().is_empty()
+            && data.entities[c.entity as usize].kind != EntityKind::Module;
+        if has_text && c.start_line > 0 && is_shown(&shown, c) {
+            continue;
+        }
+        let left = budget.saturating_sub(tokens);
+        let own = (c.start_line, c.end_line);
+        let unit = unit_text(corpus, rc.chunk, &shown, &|code: &str| {
+            let t = count(&block(corpus, n, rc.chunk, rc.role, code, own));
+            t <= unit_cap.max(count(&block(corpus, n, rc.chunk, rc.role, &c.code, own)))
+                && t <= left
+        });
+        let (code, mut start, mut end) = match &unit {
+            Some((code, a, z)) => (code.as_str(), *a, *z),
+            None => (c.code.as_str(), c.start_line, c.end_line),
+        };
+        let mut b = block(corpus, n, rc.chunk, rc.role, code, (start, end));
+        let mut t = count(&b);
+        if tokens + t > budget {
+            if !chunks.is_empty() {
+                dropped += 1;
+                continue;
+            }
+            // The first chunk alone is too long: keep whole leading lines,
+            // and say which of the file's lines they are.
+            let all = crate::lines::code_lines(c);
+            let lines: Vec<&str> = all.iter().map(|l| l.text).collect();
+            let lo = leading_lines_that_fit(lines.len(), |k| {
+                count(&block(
+                    corpus,
+                    n,
+                    rc.chunk,
+                    rc.role,
+                    &lines[..k].join("\n"),
+                    own,
+                )) <= budget
+            });
+            let kept: Vec<UnitLine<'_>> = all[..lo]
+                .iter()
+                .map(|l| UnitLine {
+                    text: l.text,
+                    line: l.line(),
+                })
+                .collect();
+            (start, end) = match line_range(&kept) {
+                Some(range) => range,
+                None => (c.start_line, c.start_line),
+            };
+            b = block(
+                corpus,
+                n,
+                rc.chunk,
+                rc.role,
+                &format!(
+                    "{}\n// ... (cut to fit the context budget)",
+                    lines[..lo].join("\n")
+                ),
+                (start, end),
+            );
+            t = count(&b);
+        }
+        text.push_str(&b);
+        text.push('\n');
+        tokens += t;
+        if has_text || unit.is_some() {
+            shown.push((c.path.as_str(), start, end));
+        }
+        chunks.push(ContextChunk {
+            n,
+            chunk: rc.chunk,
+            path: c.path.clone(),
+            start_line: start,
+            end_line: end,
+            symbol: data.entities[c.entity as usize].qualified_name.clone(),
+            role: rc.role.as_str().to_string(),
+        });
+    }
+    Context {
+        text,
+        chunks,
+        tokens,
+        dropped_for_budget: dropped,
+    }
+}
+
+/// The context of the `bm25-files` answer baseline: whole files (their
+/// indexed text, in line order, the parts of a split entity joined as in
+/// a unit, located by the file lines it shows), numbered like chunks,
+/// filling the same budget in rank order and cut at line ends. It shares
+/// the prompt with the real pipeline so that only the retrieval differs.
+pub fn file_context(
+    corpus: &Corpus,
+    paths: &[&str],
+    budget: usize,
+    count: &dyn Fn(&str) -> usize,
+) -> Context {
+    let data = &corpus.data;
+    let mut text = String::new();
+    let mut chunks = Vec::new();
+    let mut tokens = 0usize;
+    for path in paths {
+        // The parts of a split entity join into the source, as in a unit.
+        let numbered: Vec<UnitLine<'_>> = file_text_chunks(data, path)
+            .into_iter()
+            .flat_map(|c| unit_lines(c, c.part > 1))
+            .collect();
+        let lines: Vec<&str> = numbered.iter().map(|l| l.text).collect();
+        let n = chunks.len() as u32 + 1;
+        let fence = fence_for(&lines.concat());
+        let head = format!(
+            "[{n}] {path} (whole file)\n{fence}{}\n",
+            fence_language(path)
+        );
+        let left = budget.saturating_sub(tokens);
+        let lo = leading_lines_that_fit(lines.len(), |k| {
+            count(&format!("{head}{}\n{fence}\n", lines[..k].join("\n"))) <= left
+        });
+        if lo == 0 {
+            break;
+        }
+        let block =
+            reveal_bidi(&format!("{head}{}\n{fence}\n", lines[..lo].join("\n"))).into_owned();
+        tokens += count(&block);
+        text.push_str(&block);
+        text.push('\n');
+        let (first, last) = line_range(&numbered[..lo]).unwrap_or((1, lo as u32));
+        let file_chunk = data
+            .files
+            .iter()
+            .find(|f| f.path == *path)
+            .and_then(|f| corpus.file_chunk(f.id))
+            .unwrap_or(0);
+        chunks.push(ContextChunk {
+            n,
+            chunk: file_chunk,
+            path: path.to_string(),
+            start_line: first,
+            end_line: last,
+            symbol: path.to_string(),
+            role: "baseline_file".into(),
+        });
+    }
+    Context {
+        text,
+        chunks,
+        tokens,
+        dropped_for_budget: 0,
+    }
+}
+
+/// Build the context with the conservative token estimate.
+pub fn build_context_estimated(corpus: &Corpus, retrieval: &Retrieval, budget: usize) -> Context {
+    build_context(corpus, retrieval, budget, &estimate_tokens)
+}

@@ -1,0 +1,173 @@
+//! The column codings of the search shard's tables: strings stored as
+//! differences from a prediction (with a bound on what they may decode
+//! to), and integers stored as zigzag steps from the row before.
+//!
+//! Apart from `tables.rs` because they are the shard's byte-level coding,
+//! which the tables only apply; the decode bound lives here because every
+//! string column goes through it (found by `cargo xtask fuzz`: without it
+//! a shard could decode to the square of its size).
+
+use serde::{Deserialize, Serialize};
+
+/// A string column stored as differences from a predicted string: per row,
+/// how many bytes to cut from the end of the prediction and what to append.
+/// A correct prediction costs `(0, "")`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DiffColumn {
+    cut: Vec<u32>,
+    append: Vec<String>,
+}
+
+impl DiffColumn {
+    pub(crate) fn push(&mut self, predicted: &str, value: &str) {
+        let mut keep = predicted
+            .bytes()
+            .zip(value.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        while !value.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        self.cut.push((predicted.len() - keep) as u32);
+        self.append.push(value[keep..].to_string());
+    }
+
+    pub(crate) fn get(
+        &self,
+        row: usize,
+        predicted: &str,
+        budget: &Budget,
+    ) -> Result<String, String> {
+        let (Some(&cut), Some(append)) = (self.cut.get(row), self.append.get(row)) else {
+            return Err(format!("string column has no row {row}"));
+        };
+        let keep = predicted
+            .len()
+            .checked_sub(cut as usize)
+            .filter(|&k| predicted.is_char_boundary(k))
+            .ok_or_else(|| format!("row {row} cuts {cut} bytes from a shorter string"))?;
+        budget.spend(keep + append.len())?;
+        Ok(format!("{}{append}", &predicted[..keep]))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.cut.len()
+    }
+
+    /// What the column costs in the shard: a row, and its appended bytes.
+    pub(crate) fn weight(&self) -> usize {
+        self.cut.len() + self.append.iter().map(String::len).sum::<usize>()
+    }
+}
+
+/// Bytes the string columns may still decode to. A prediction is copied
+/// for free (a chunk repeats its file's path at the cost of two zeros), so
+/// without a bound a shard could decode to the square of its size (each
+/// row the row before it, or each entity the child of the last); with it,
+/// decoding costs at most [`DECODED_BASE`] plus [`DECODED_PER_BYTE`] for
+/// each byte of string columns (the sci-demo fixture's decode to 3.4 bytes
+/// per byte).
+pub(crate) struct Budget(std::cell::Cell<usize>);
+
+/// Decoded string bytes any search shard may use.
+pub(crate) const DECODED_BASE: usize = 16 << 20;
+/// Decoded string bytes allowed per byte of string columns beyond the base.
+pub(crate) const DECODED_PER_BYTE: usize = 64;
+
+impl Budget {
+    pub(crate) fn new(weight: usize) -> Self {
+        Budget(std::cell::Cell::new(
+            DECODED_BASE.saturating_add(weight.saturating_mul(DECODED_PER_BYTE)),
+        ))
+    }
+
+    pub(crate) fn spend(&self, bytes: usize) -> Result<(), String> {
+        let left = self.0.get().checked_sub(bytes).ok_or_else(|| {
+            format!(
+                "the string columns decode to more than {} MiB plus {DECODED_PER_BYTE} bytes per byte of them",
+                DECODED_BASE >> 20
+            )
+        })?;
+        self.0.set(left);
+        Ok(())
+    }
+}
+
+/// An optional string column against an optional prediction: per row a tag
+/// (0: as predicted, 1: none, 2: a string, stored as a difference from the
+/// prediction or from "").
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OptDiffColumn {
+    pub(crate) tag: Vec<u8>,
+    pub(crate) values: DiffColumn,
+}
+
+impl OptDiffColumn {
+    pub(crate) fn push(&mut self, predicted: Option<&str>, value: Option<&str>) {
+        match value {
+            v if v == predicted => self.tag.push(0),
+            None => self.tag.push(1),
+            Some(v) => {
+                self.tag.push(2);
+                self.values.push(predicted.unwrap_or(""), v);
+            }
+        }
+    }
+
+    /// Decode every row, given each row's prediction.
+    pub(crate) fn decode<'a>(
+        &self,
+        predictions: impl Iterator<Item = Option<&'a str>>,
+        budget: &Budget,
+    ) -> Result<Vec<Option<String>>, String> {
+        let mut next = 0usize;
+        self.tag
+            .iter()
+            .zip(predictions)
+            .map(|(&tag, predicted)| match tag {
+                0 => {
+                    budget.spend(predicted.map_or(0, str::len))?;
+                    Ok(predicted.map(str::to_string))
+                }
+                1 => Ok(None),
+                2 => {
+                    next += 1;
+                    self.values
+                        .get(next - 1, predicted.unwrap_or(""), budget)
+                        .map(Some)
+                }
+                t => Err(format!("optional string column has tag {t}")),
+            })
+            .collect()
+    }
+}
+
+/// Zigzag code of a signed step, so small steps either way are small.
+pub(crate) fn zigzag(step: i64) -> u64 {
+    ((step << 1) ^ (step >> 63)) as u64
+}
+
+pub(crate) fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// `value - previous` as a zigzag step.
+pub(crate) fn step(previous: u32, value: u32) -> u64 {
+    zigzag(i64::from(value) - i64::from(previous))
+}
+
+pub(crate) fn unstep(previous: u32, v: u64, what: &str) -> Result<u32, String> {
+    u32::try_from(i64::from(previous) + unzigzag(v)).map_err(|_| format!("{what} out of range"))
+}
+
+/// An optional id as a step from a reference: 0 for none, else step + 1.
+pub(crate) fn opt_step(reference: u32, value: Option<u32>) -> u64 {
+    value.map_or(0, |v| step(reference, v) + 1)
+}
+
+pub(crate) fn unopt_step(reference: u32, v: u64, what: &str) -> Result<Option<u32>, String> {
+    match v {
+        0 => Ok(None),
+        v => unstep(reference, v - 1, what).map(Some),
+    }
+}

@@ -1,0 +1,123 @@
+// answer-view.js: the content of the widget's answer panel, for widget.js.
+//
+// Why it exists: the answer text comes from a model, so it is turned into
+// elements here, as text only (dom.js): fenced and inline code as code,
+// **bold**, and `[n]` as links to the evidence cards (struck out where no
+// card backs them), plus the "Check" list (sentences the evidence does
+// not back, names no card shows) and the cited sources. Kept apart from
+// widget.js, which owns the panel's state and streaming.
+
+import { PATH_MAX, h, inlineCode, location, short } from './dom.js';
+
+/** `[3]` or `[1, 4]`: the citation forms the answer prompt asks for. */
+const CITATION = /\[(\s*\d+\s*(?:,\s*\d+\s*)*)\]/g;
+
+/**
+ * The answer text as nodes. `answer`: {text, state, cards: Map n -> card,
+ * invalid: Set of numbers}.
+ */
+export function answerNodes(answer) {
+  const nodes = [];
+  const text = answer.text.replace(/^\s+/, '');
+  const fence = /```[^\n]*\n?([\s\S]*?)(?:```|$)/g;
+  let at = 0;
+  for (const m of text.matchAll(fence)) {
+    // The block is its own box: drop the line breaks that only delimit it.
+    nodes.push(...inline(answer, text.slice(at, m.index).replace(/\n$/, '')));
+    nodes.push(h('pre', { class: 'cg-answer-code', tabindex: '0' }, h('code', {}, m[1].replace(/\n$/, ''))));
+    at = m.index + m[0].length;
+    if (text[at] === '\n') at += 1;
+  }
+  nodes.push(...inline(answer, text.slice(at)));
+  if (!text && answer.state === 'done') nodes.push(h('span', { class: 'cg-note' }, 'The model returned no text.'));
+  return nodes;
+}
+
+/** Inline code, **bold** and citations of a piece of answer text. */
+function inline(answer, text) {
+  return inlineCode(text, (part) =>
+    part
+      .split(/\*\*([^*\n]+)\*\*/)
+      .flatMap((piece, j) => (j % 2 === 1 ? [h('strong', {}, ...citations(answer, piece))] : citations(answer, piece))),
+  );
+}
+
+function citations(answer, text) {
+  const nodes = [];
+  let at = 0;
+  for (const m of text.matchAll(CITATION)) {
+    if (m.index > at) nodes.push(text.slice(at, m.index));
+    const numbers = m[1].split(',').map((s) => Number(s.trim()));
+    const cite = h('span', { class: 'cg-cite-group' }, '[');
+    numbers.forEach((n, k) => {
+      if (k > 0) cite.append(', ');
+      const card = answer.cards.get(n);
+      if (card && !answer.invalid.has(n)) {
+        const where = short(location(card), PATH_MAX);
+        cite.append(h('a', { class: 'cg-cite', href: `#cg-card-${n}`, title: where, 'aria-label': `source ${n}, ${where}` }, String(n)));
+      } else {
+        cite.append(
+          h(
+            'span',
+            { class: 'cg-cite-invalid', title: `No evidence card ${n}: this citation is not valid` },
+            h('s', {}, String(n)),
+            h('span', { class: 'cg-visually-hidden' }, ' (invalid citation)'),
+          ),
+        );
+      }
+    });
+    cite.append(']');
+    nodes.push(cite);
+    at = m.index + m[0].length;
+  }
+  if (at < text.length) nodes.push(text.slice(at));
+  return nodes;
+}
+
+/** The "Check" list: sentences given an inferred source or none, and names no card shows; [] when none. */
+export function supportNodes(answer) {
+  const s = answer.support;
+  const sentences = Array.isArray(s?.sentences) ? s.sentences : [];
+  const inferred = sentences.filter((x) => Number.isInteger(x?.inferred) && answer.cards.has(x.inferred));
+  const unsupported = sentences.filter((x) => x?.unsupported === true);
+  const unknown = Array.isArray(s?.unknown_identifiers) ? s.unknown_identifiers.map(String) : [];
+  const items = [];
+  if (inferred.length) {
+    items.push(h('li', { class: 'cg-support-inferred' },
+      `${inferred.length} sentence${inferred.length === 1 ? '' : 's'} without a citation restate `,
+      ...inferred.flatMap((x, i) => [i ? ', ' : '', h('a', { class: 'cg-cite', href: `#cg-card-${x.inferred}` }, `[${x.inferred}]`)])));
+  }
+  if (unsupported.length) {
+    items.push(h('li', { class: 'cg-support-unsupported' },
+      `${unsupported.length} sentence${unsupported.length === 1 ? '' : 's'} match no evidence card: `,
+      ...unsupported.flatMap((x, i) => [i ? ' ' : '', h('q', {}, String(x.text))])));
+  }
+  if (unknown.length) {
+    items.push(h('li', { class: 'cg-support-unknown' }, 'Names no evidence card shows: ',
+      ...unknown.flatMap((name, i) => [i ? ', ' : '', h('code', { dir: 'ltr' }, short(name))])));
+  }
+  return items.length ? [h('h3', { class: 'cg-heading' }, 'Check'), h('ul', {}, ...items)] : [];
+}
+
+/** The cited cards, in citation order (`answer.citations`); [] when none. */
+export function sourceNodes(answer) {
+  const numbers = [...new Set(answer.citations.map((c) => Number(c?.n ?? c)))];
+  const cited = numbers.filter((n) => answer.cards.has(n) && !answer.invalid.has(n)).map((n) => answer.cards.get(n));
+  if (!cited.length) return [];
+  return [
+    h('h3', { class: 'cg-heading' }, 'Sources'),
+    h(
+      'ul',
+      {},
+      ...cited.map((c) =>
+        h(
+          'li',
+          {},
+          h('a', { class: 'cg-cite', href: `#cg-card-${c.n}` }, `[${c.n}]`),
+          ' ',
+          h('span', { class: 'cg-source-loc', dir: 'ltr' }, short(location(c), PATH_MAX)),
+        ),
+      ),
+    ),
+  ];
+}

@@ -1,0 +1,322 @@
+//! Line numbers are the file's own wherever a chunk's code is shown, and a
+//! line cut between chunks is reported (issue 18, A and B).
+//!
+//! A part of a split function repeats the signature and carries part
+//! markers; the chunk's `CodeFrame` says which lines those are, and the
+//! rest must be exactly the file's lines `start_line..=end_line`: in the
+//! chunk model, and in the answer context built from it.
+
+use std::path::Path;
+
+use codegloss_core::answer::{build_context, build_context_estimated};
+use codegloss_core::lexical::{FieldWeights, LexicalIndex};
+use codegloss_core::lines::{code_lines, source_lines, LineKind};
+use codegloss_core::retrieve::{retrieve, Corpus, Retrieval, RetrievalSettings};
+use codegloss_core::{Chunk, EntityKind, IndexData};
+use codegloss_indexer::{build, Config};
+use codegloss_tests::fixture_repo;
+use indicatif::ProgressBar;
+
+const PATH: &str = "src/Long.hpp";
+
+/// A header with one long function: a signature over two lines, a blank
+/// line after the brace, blank lines and comments between statements, and
+/// comments after statements.
+fn long_header() -> String {
+    let mut s = String::from(
+        "// Long.hpp: one long function.\n#pragma once\n\nnamespace demo {\n\n/// Weighted sum in many steps.\ntemplate <typename T>\nT weighted_steps(const T* values,\n                 int n) {\n\n    T total = 0;  // running sum\n",
+    );
+    for i in 0..48 {
+        s.push_str(&format!(
+            "    total += values[{i} % n] * weight_{i} + offset_{i};  // step {i}\n"
+        ));
+        if i % 9 == 4 {
+            s.push_str("\n    // The next steps weigh the tail.\n\n");
+        }
+    }
+    s.push_str("    return total;\n}\n\n}  // namespace demo\n");
+    s
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn index(root: &Path) -> build::BuildOutput {
+    build::build_index(root, &Config::default(), &ProgressBar::hidden()).unwrap()
+}
+
+fn corpus_of(data: IndexData) -> Corpus {
+    let lexical = LexicalIndex::build(&data, FieldWeights::default());
+    Corpus::new(data, None, lexical)
+}
+
+/// Check that every line of the file's text in `c` is the file's line at
+/// its number: whole, except that the first may start and the last end
+/// inside the line, where the entity does.
+fn assert_own_lines(c: &Chunk, file: &[&str]) {
+    let own: Vec<_> = source_lines(c).collect();
+    assert_eq!(
+        own.len() as u32,
+        c.end_line - c.start_line + 1,
+        "chunk {} {}:{}-{} shows {} lines of its file:\n{}",
+        c.id,
+        c.path,
+        c.start_line,
+        c.end_line,
+        own.len(),
+        c.code
+    );
+    for (k, l) in own.iter().enumerate() {
+        let n = l.line().expect("numbered");
+        assert_eq!(n, c.start_line + k as u32);
+        let at = file[n as usize - 1];
+        let ok = if own.len() == 1 {
+            at.contains(l.text.trim_end())
+        } else if k == 0 {
+            at.ends_with(l.text)
+        } else if k + 1 == own.len() {
+            at.starts_with(l.text.trim_end())
+        } else {
+            at == l.text
+        };
+        assert!(
+            ok,
+            "chunk {} ({} part {}) shows {:?} as line {n}, which is {:?}",
+            c.id, c.symbol_name, c.part, l.text, at
+        );
+    }
+}
+
+fn parts_of(data: &IndexData, name: &str) -> Vec<Chunk> {
+    data.chunks
+        .iter()
+        .filter(|c| c.symbol_name == name && c.entity_type == EntityKind::Function)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn split_parts_number_the_files_own_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = long_header();
+    write(dir.path(), PATH, &text);
+    let out = index(dir.path());
+    let file: Vec<&str> = text.lines().collect();
+    let parts = parts_of(&out.data, "weighted_steps");
+    assert!(parts.len() >= 3, "{} parts", parts.len());
+    let entity = &out.data.entities[parts[0].entity as usize];
+    let head_line = entity.span.unwrap().start_line;
+    assert_eq!(head_line, 7);
+    for (i, p) in parts.iter().enumerate() {
+        assert_own_lines(p, &file);
+        let lines = code_lines(p);
+        let prelude: Vec<&str> = lines
+            .iter()
+            .filter(|l| l.kind == LineKind::Prelude)
+            .map(|l| l.text)
+            .collect();
+        let trailer: Vec<&str> = lines
+            .iter()
+            .filter(|l| l.kind == LineKind::Trailer)
+            .map(|l| l.text)
+            .collect();
+        if i == 0 {
+            // The first part is the file's text from the signature on.
+            assert!(prelude.is_empty());
+            assert_eq!(p.start_line, head_line);
+        } else {
+            // Later parts: the signature as written at `prelude_from`, then
+            // the part marker; never numbered.
+            assert_eq!(p.frame.prelude_from, head_line);
+            assert_eq!(prelude.len(), 4, "{}", p.code);
+            assert_eq!(&prelude[..3], &file[6..9]);
+            assert_eq!(
+                prelude[3].trim(),
+                format!("// [part {}/{}]", i + 1, parts.len())
+            );
+            // A part starts with a line of text, not a blank line.
+            assert!(!file[p.start_line as usize - 1].trim().is_empty());
+        }
+        if i + 1 < parts.len() {
+            assert_eq!(
+                trailer,
+                vec![format!(
+                    "    // [continues in part {}/{}]",
+                    i + 2,
+                    parts.len()
+                )]
+            );
+            // Only blank lines lie between two parts.
+            for line in &file[p.end_line as usize..parts[i + 1].start_line as usize - 1] {
+                assert!(line.trim().is_empty(), "{line:?} is in no part");
+            }
+        } else {
+            assert!(trailer.is_empty());
+            assert_eq!(p.end_line, entity.span.unwrap().end_line);
+        }
+    }
+}
+
+#[test]
+fn every_fixture_chunk_numbers_the_files_own_lines() {
+    let out = index(&fixture_repo());
+    let mut checked = 0;
+    for c in &out.data.chunks {
+        if c.start_line == 0 || c.code.is_empty() || c.entity_type == EntityKind::Namespace {
+            continue;
+        }
+        let text = std::fs::read_to_string(fixture_repo().join(&c.path)).unwrap();
+        let file: Vec<&str> = text.lines().collect();
+        assert_own_lines(c, &file);
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+/// The one block of a context: its `location:` range and fenced lines.
+fn only_block(text: &str) -> ((u32, u32), Vec<&str>) {
+    let location = text
+        .lines()
+        .find_map(|l| l.strip_prefix("location: "))
+        .expect("a location line");
+    let range = location.rsplit_once(':').unwrap().1;
+    let (a, b) = range.split_once('-').unwrap();
+    let body = text.split("```").nth(1).unwrap();
+    let body = body.split_once('\n').unwrap().1;
+    (
+        (a.parse().unwrap(), b.parse().unwrap()),
+        body.lines().collect(),
+    )
+}
+
+fn retrieval_of(corpus: &Corpus, chunk: u32) -> Retrieval {
+    let mut r = retrieve(
+        corpus,
+        "weighted_steps",
+        None,
+        &RetrievalSettings::default(),
+    )
+    .unwrap();
+    let template = r.chunks[0].clone();
+    r.chunks = vec![codegloss_core::retrieve::RetrievedChunk { chunk, ..template }];
+    r
+}
+
+#[test]
+fn the_answer_context_locates_the_lines_it_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = long_header();
+    write(dir.path(), PATH, &text);
+    let corpus = corpus_of(index(dir.path()).data);
+    let file: Vec<&str> = text.lines().collect();
+    let parts = parts_of(&corpus.data, "weighted_steps");
+    let part2 = &parts[1];
+    let whole = build_context_estimated(&corpus, &retrieval_of(&corpus, part2.id), 100_000);
+    // Whole unit, from a budget that holds it down to one that cuts it,
+    // and one too small for the retrieved part itself.
+    let mut budgets = vec![100_000, 3 * (whole.tokens - 60), 3 * (whole.tokens / 2)];
+    budgets.push(estimate(&part2.code) / 2 + 40);
+    let mut seen = Vec::new();
+    for budget in budgets {
+        let ctx = build_context(
+            &corpus,
+            &retrieval_of(&corpus, part2.id),
+            budget,
+            &codegloss_core::text::estimate_tokens,
+        );
+        assert_eq!(ctx.chunks.len(), 1, "budget {budget}");
+        let ((a, b), body) = only_block(&ctx.text);
+        let c = &ctx.chunks[0];
+        assert_eq!((c.start_line, c.end_line), (a, b), "budget {budget}");
+        // A unit that opens with part 2 keeps its prelude (signature and
+        // marker); a cut leaves a marker line at the end.
+        let mut shown: Vec<&str> = body;
+        if shown.first() == Some(&file[6]) && a != 7 {
+            shown.drain(..part2.frame.prelude_lines as usize);
+        }
+        if shown
+            .last()
+            .is_some_and(|l| l.contains("cut to fit the context budget"))
+        {
+            shown.pop();
+        }
+        assert_eq!(
+            shown,
+            file[a as usize - 1..b as usize].to_vec(),
+            "budget {budget}: the lines shown are not lines {a}-{b}:\n{}",
+            ctx.text
+        );
+        seen.push((a, b));
+    }
+    // The budgets gave the whole function, the retrieved part and the rest
+    // after it, that cut, and the retrieved part cut.
+    let span = corpus.data.entities[part2.entity as usize].span.unwrap();
+    assert_eq!(seen[0], (span.start_line, span.end_line));
+    assert_eq!(seen[1], (part2.start_line, span.end_line));
+    assert!(
+        seen[2].0 == part2.start_line && seen[2].1 < span.end_line,
+        "{seen:?}"
+    );
+    assert!(
+        seen[3].0 == part2.start_line && seen[3].1 < part2.end_line,
+        "{seen:?}"
+    );
+}
+
+fn estimate(s: &str) -> usize {
+    codegloss_core::text::estimate_tokens(s)
+}
+
+#[test]
+fn a_line_cut_between_chunks_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let long: Vec<String> = (0..120)
+        .map(|i| format!("r[{i}] = q[{i}] * w{i};"))
+        .collect();
+    let text = format!(
+        "void minified(double* r, const double* q) {{\n    double s = 0;\n    {}\n    r[0] += s;\n}}\n",
+        long.join(" ")
+    );
+    write(dir.path(), "src/min.cpp", &text);
+    write(dir.path(), PATH, &long_header());
+    let out = index(dir.path());
+    let cut: Vec<_> = out
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("longer than the chunk budget"))
+        .collect();
+    assert!(!cut.is_empty(), "{:?}", out.warnings);
+    for w in &cut {
+        assert_eq!((w.path.as_str(), w.line), ("src/min.cpp", Some(3)));
+        assert!(w.message.contains("minified"), "{}", w.message);
+        assert!(
+            w.to_string().starts_with("src/min.cpp:3: line 3 is longer"),
+            "{w}"
+        );
+    }
+    // Stored with the file, like every warning.
+    let f = out
+        .data
+        .files
+        .iter()
+        .find(|f| f.path == "src/min.cpp")
+        .unwrap();
+    assert!(f
+        .warnings
+        .iter()
+        .any(|w| w.contains("longer than the chunk budget")));
+    // The long function without long lines is split without a warning.
+    assert!(
+        out.warnings.iter().all(|w| w.path != PATH),
+        "{:?}",
+        out.warnings
+    );
+    let fixture = index(&fixture_repo());
+    assert!(fixture
+        .warnings
+        .iter()
+        .all(|w| !w.message.contains("chunk budget")));
+}
