@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 /// A correct prediction costs `(0, "")`.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct DiffColumn {
-    cut: Vec<u32>,
-    append: Vec<String>,
+    pub(crate) cut: Vec<u32>,
+    pub(crate) append: Vec<String>,
 }
 
 impl DiffColumn {

@@ -644,6 +644,7 @@ fn same_len(lengths: &[usize], n: usize, what: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::web::columns::zigzag;
 
     #[test]
     fn diff_columns_round_trip_any_strings() {
