@@ -158,6 +158,26 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every Rust file of the crates (build outputs excluded).
+fn workspace_rust_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in [
+        "core",
+        "indexer",
+        "wasm-client",
+        "wasm-embed",
+        "tests",
+        "xtask",
+        "fuzz",
+    ] {
+        let d = root().join(dir);
+        if d.is_dir() {
+            rust_files(&d, &mut files);
+        }
+    }
+    files
+}
+
 #[test]
 fn core_uses_no_file_system_network_threads_or_clocks() {
     let mut files = Vec::new();
@@ -265,21 +285,7 @@ fn the_code_map_names_every_module_and_only_modules_that_exist() {
     );
     // (c2) every `x.rs` / `x.js` it names exists somewhere in the tree.
     let all: BTreeSet<String> = {
-        let mut files = Vec::new();
-        for dir in [
-            "core",
-            "indexer",
-            "wasm-client",
-            "wasm-embed",
-            "tests",
-            "xtask",
-            "fuzz",
-        ] {
-            let d = root().join(dir);
-            if d.is_dir() {
-                rust_files(&d, &mut files);
-            }
-        }
+        let files = workspace_rust_files();
         files
             .iter()
             .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -321,21 +327,7 @@ fn the_code_map_names_every_module_and_only_modules_that_exist() {
 
 #[test]
 fn no_source_file_passes_800_lines() {
-    let mut files = Vec::new();
-    for dir in [
-        "core",
-        "indexer",
-        "wasm-client",
-        "wasm-embed",
-        "tests",
-        "xtask",
-        "fuzz",
-    ] {
-        let d = root().join(dir);
-        if d.is_dir() {
-            rust_files(&d, &mut files);
-        }
-    }
+    let mut files = workspace_rust_files();
     for dir in ["site", "tests/browser"] {
         for e in std::fs::read_dir(root().join(dir)).unwrap() {
             let p = e.unwrap().path();

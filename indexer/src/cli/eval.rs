@@ -89,38 +89,13 @@ impl AnswerContext {
 
 /// Evaluate, or with `--score` only score the answers of `--json`.
 pub(crate) fn run(args: EvalArgs) -> Result<()> {
-    let EvalArgs {
-        index,
-        questions,
-        field,
-        json,
-        baseline,
-        config,
-        no_vectors,
-        split,
-        answer,
-        answer_context,
-        score,
-        contexts,
-    } = args;
-    if score {
-        run_score(&questions, json.as_deref().expect("clap requires --json"))
-    } else {
-        run_eval(
-            &index,
-            EvalRun {
-                questions: &questions,
-                field: &field,
-                json: json.as_deref(),
-                baseline,
-                config: config.as_deref(),
-                no_vectors,
-                split: split.as_deref(),
-                answer,
-                answer_context,
-                contexts: contexts.as_deref(),
-            },
+    if args.score {
+        run_score(
+            &args.questions,
+            args.json.as_deref().expect("clap requires --json"),
         )
+    } else {
+        run_eval(&args)
     }
 }
 
@@ -146,33 +121,14 @@ fn write_context_dump(
     std::fs::write(&path, head + &ctx.text).with_context(|| format!("writing {}", path.display()))
 }
 
-/// What one `codegloss eval` run reads and does (its command-line options).
-struct EvalRun<'a> {
-    questions: &'a Path,
-    field: &'a str,
-    json: Option<&'a Path>,
-    baseline: Option<Baseline>,
-    config: Option<&'a Path>,
-    no_vectors: bool,
-    split: Option<&'a str>,
-    answer: bool,
-    answer_context: AnswerContext,
-    contexts: Option<&'a Path>,
-}
-
-fn run_eval(dir: &Path, run: EvalRun<'_>) -> Result<()> {
-    let EvalRun {
-        questions,
-        field,
-        json,
-        baseline,
-        config,
-        no_vectors,
-        split,
-        answer,
-        answer_context,
-        contexts,
-    } = run;
+fn run_eval(args: &EvalArgs) -> Result<()> {
+    let dir = args.index.as_path();
+    let questions = args.questions.as_path();
+    let field = args.field.as_str();
+    let json = args.json.as_deref();
+    let (baseline, answer, answer_context) = (args.baseline, args.answer, args.answer_context);
+    let (config, no_vectors) = (args.config.as_deref(), args.no_vectors);
+    let (split, contexts) = (args.split.as_deref(), args.contexts.as_deref());
     use codegloss_core::answer::{build_context, check_citations, RETRIEVAL_ANSWER_V2};
     use codegloss_indexer::{eval, llm};
     let (manifest, corpus) =
