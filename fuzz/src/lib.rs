@@ -42,7 +42,7 @@ use codegloss_core::sse::SseLines;
 use codegloss_core::web::{ShardKind, WebIndex, WebManifest, WEB_MAGIC};
 use codegloss_core::{DataKind, IndexData, Language, Manifest, VectorIndex};
 use codegloss_indexer::config::ParseConfig;
-use codegloss_indexer::{cpp, docs, Config};
+use codegloss_indexer::{ingest::cpp, ingest::docs, Config};
 
 pub mod alloc;
 pub mod fixture;

@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use codegloss_core::vectors::VectorStore;
 use codegloss_core::DataKind;
 use codegloss_indexer::embed::Embedder;
-use codegloss_indexer::{build, store, vectorize, Config};
+use codegloss_indexer::{embed::vectorize, ingest::build, store, Config};
 use indicatif::ProgressBar;
 
 fn copy_tree(src: &Path, dst: &Path) -> Result<()> {

@@ -18,14 +18,15 @@ fn main() -> anyhow::Result<()> {
             .unwrap_or(p)
             .to_string_lossy()
             .into_owned();
-        match codegloss_indexer::walk::classify(&rel, &cfg.files) {
+        match codegloss_indexer::ingest::walk::classify(&rel, &cfg.files) {
             Some((codegloss_core::Language::Cpp, _)) => {}
             _ => continue,
         }
         let Ok(src) = std::fs::read_to_string(p) else {
             continue;
         };
-        let r = codegloss_indexer::cpp::parse_cpp(&src, &cfg.parse).map_err(anyhow::Error::msg)?;
+        let r = codegloss_indexer::ingest::cpp::parse_cpp(&src, &cfg.parse)
+            .map_err(anyhow::Error::msg)?;
         f += u64::from(r.stats.functions);
         e += u64::from(r.stats.functions_in_error);
         fr += u64::from(r.stats.functions_raw);

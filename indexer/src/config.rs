@@ -30,7 +30,7 @@ pub struct Config {
     /// Embedding model and vector index.
     pub embedding: EmbeddingConfig,
     /// Concept text from the repository's own words (embedded and indexed).
-    pub concepts: crate::concepts::ConceptsConfig,
+    pub concepts: crate::ingest::concepts::ConceptsConfig,
     /// Online retrieval (used by `query` and `eval`; the browser reads the
     /// same values from the manifest).
     pub retrieval: RetrievalSettings,

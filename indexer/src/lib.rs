@@ -8,25 +8,15 @@
 //!
 //! Native only: it may use tree-sitter, the file system and threads.
 
-pub mod bidi;
-pub mod build;
-pub mod chunk;
-pub mod concepts;
 pub mod config;
-pub mod cpp;
-pub mod docs;
 pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod explain;
-pub mod gloss;
+pub mod ingest;
 pub mod llm;
-pub mod macros;
-pub mod serve;
 pub mod site;
 pub mod store;
-pub mod vectorize;
-pub mod walk;
 
 pub use config::Config;
 pub use error::{IndexError, Warning};

@@ -17,7 +17,7 @@ use codegloss_core::answer::{
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_indexer::llm::{chat, AnswerConfig};
-use codegloss_indexer::{build, Config, IndexError};
+use codegloss_indexer::{ingest::build, Config, IndexError};
 use codegloss_tests::{fixture_repo, test_llm_url};
 use indicatif::ProgressBar;
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use codegloss_core::{CoreError, DataKind};
-use codegloss_indexer::{build, store, Config, IndexError};
+use codegloss_indexer::{ingest::build, store, Config, IndexError};
 use indicatif::ProgressBar;
 
 const GOOD: &str = "namespace demo {\n/// Adds.\nint add(int a, int b) { return a + b; }\n}\n";

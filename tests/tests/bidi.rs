@@ -8,7 +8,7 @@ use codegloss_core::answer::{build_context_estimated, file_context, RETRIEVAL_AN
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::text::bidi_controls;
-use codegloss_indexer::{build, Config};
+use codegloss_indexer::{ingest::build, Config};
 use indicatif::ProgressBar;
 
 const PATH: &str = "src/rtl\u{202E}ppc.exe.hpp";

@@ -11,8 +11,8 @@ use codegloss_core::embed::{EmbeddingSpec, Quantization};
 use codegloss_core::vectors::HnswParams;
 use codegloss_core::{IndexData, VectorIndex};
 use codegloss_indexer::config::EmbeddingConfig;
-use codegloss_indexer::vectorize::{build_store, build_vectors, VectorOutput};
-use codegloss_indexer::{build, store, Config};
+use codegloss_indexer::embed::vectorize::{build_store, build_vectors, VectorOutput};
+use codegloss_indexer::{ingest::build, store, Config};
 use codegloss_tests::{copy_tree, default_embedder, fixture_repo};
 use indicatif::ProgressBar;
 

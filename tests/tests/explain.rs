@@ -18,7 +18,7 @@ use codegloss_core::{EntityKind, GlossSource, IndexData};
 use codegloss_indexer::explain::{
     self, BackendKind, ExplainConfig, ExplainReport, Level, OpenAiBackend,
 };
-use codegloss_indexer::{build, store, Config};
+use codegloss_indexer::{ingest::build, store, Config};
 use codegloss_tests::test_llm_url;
 use indicatif::ProgressBar;
 

@@ -3,7 +3,7 @@
 //! round trip through the on-disk index.
 
 use codegloss_core::{EdgeKind, EntityKind, GlossSource, IndexData, Scope, SourceType};
-use codegloss_indexer::{build, store, Config};
+use codegloss_indexer::{ingest::build, store, Config};
 use codegloss_tests::fixture_repo;
 use indicatif::ProgressBar;
 use serde::Serialize;

@@ -13,7 +13,7 @@ use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::lines::{code_lines, source_lines, LineKind};
 use codegloss_core::retrieve::{retrieve, Corpus, Retrieval, RetrievalSettings};
 use codegloss_core::{Chunk, EntityKind, IndexData};
-use codegloss_indexer::{build, Config};
+use codegloss_indexer::{ingest::build, Config};
 use codegloss_tests::fixture_repo;
 use indicatif::ProgressBar;
 

@@ -12,9 +12,9 @@ use codegloss_core::retrieve::{
     retrieve, Corpus, EntityTarget, Retrieval, RetrievalSettings, Role, Source,
 };
 use codegloss_core::{Scope, SourceType};
+use codegloss_indexer::embed::vectorize::build_vectors;
 use codegloss_indexer::embed::Embedder;
-use codegloss_indexer::vectorize::build_vectors;
-use codegloss_indexer::{build, Config};
+use codegloss_indexer::{ingest::build, Config};
 use codegloss_tests::{default_embedder, fixture_repo};
 use indicatif::ProgressBar;
 use serde::Serialize;

@@ -10,7 +10,7 @@ use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::web::{build_site_index, ShardKind, SiteIndex, WebIndex, WebManifest};
 use codegloss_core::{CoreError, IndexData};
-use codegloss_indexer::{build, Config};
+use codegloss_indexer::{ingest::build, Config};
 use codegloss_tests::fixture_repo;
 use indicatif::ProgressBar;
 

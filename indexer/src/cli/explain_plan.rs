@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use codegloss_indexer::{build, explain};
+use codegloss_indexer::{explain, ingest::build};
 use indicatif::ProgressBar;
 
 use super::load_config;

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use codegloss_core::{EdgeKind, EntityKind, IndexData};
-use codegloss_indexer::{build, embed, explain, store, vectorize};
+use codegloss_indexer::{embed, embed::vectorize, explain, ingest::build, store};
 
 use super::output::{note, out};
 use super::{load_config, progress_bar};

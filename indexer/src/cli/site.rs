@@ -61,7 +61,7 @@ pub(crate) fn run(args: SiteArgs) -> Result<()> {
 /// Serve a site folder until the process is stopped.
 pub(crate) fn serve(args: ServeArgs) -> Result<()> {
     let ServeArgs { dir, port, host } = args;
-    codegloss_indexer::serve::serve(&dir, host, port)?;
+    codegloss_indexer::site::serve::serve(&dir, host, port)?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 //! answer model does not have to rediscover the code.
 //!
 //! Indexing never depends on a model. The structural glosses
-//! ([`crate::gloss`]) stay the default and the fallback: an entity whose
+//! ([`crate::ingest::gloss`]) stay the default and the fallback: an entity whose
 //! generation fails twice (timeout, HTTP error, empty, garbage or refusing
 //! output) keeps its structural gloss, and the cause is recorded in the
 //! manifest.
@@ -35,7 +35,7 @@ use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
 use crate::error::IndexError;
-use crate::gloss::Adjacency;
+use crate::ingest::gloss::Adjacency;
 use crate::llm::{self, AnswerConfig};
 use cache::{lock, CacheEntry, GlossCache};
 use prompts::Mode;

@@ -11,6 +11,8 @@
 //! `cargo xtask models` installs it and the default model, and every file
 //! with a known SHA-256 is checked before use.
 
+pub mod vectorize;
+
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -1,20 +1,20 @@
 //! C++ parsing with tree-sitter-cpp: entities, includes, calls and parse
 //! quality for one file.
 //!
-//! The parser runs on the macro-neutralised text (see [`crate::macros`]),
+//! The parser runs on the macro-neutralised text (see [`crate::ingest::macros`]),
 //! whose byte offsets equal the original's, and slices every piece of text
 //! it records (signatures, code, comments) from the *original* source, so
 //! what users see is what is in their file.
 //!
 //! This module knows one file at a time. Resolving names across files
 //! (is `A::f` a method of class `A`? which `f` does a call mean?) happens
-//! in [`crate::build`].
+//! in [`crate::ingest::build`].
 
 use codegloss_core::{EntityKind, Param, ParseStats, Span};
 use tree_sitter::{Node, Parser, Tree};
 
 use crate::config::ParseConfig;
-use crate::macros;
+use crate::ingest::macros;
 
 /// A call expression found in a function body.
 #[derive(Debug, Clone, PartialEq, Eq)]

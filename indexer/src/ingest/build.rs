@@ -18,11 +18,11 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use crate::config::Config;
-use crate::cpp::{self, ParsedCpp, RawEntity};
-use crate::docs::{self, DocSection};
 use crate::error::{IndexError, Warning};
-use crate::walk::{self, FileEntry};
-use crate::{bidi, chunk, gloss};
+use crate::ingest::cpp::{self, ParsedCpp, RawEntity};
+use crate::ingest::docs::{self, DocSection};
+use crate::ingest::walk::{self, FileEntry};
+use crate::{ingest::bidi, ingest::chunk, ingest::gloss};
 
 /// What a build produced.
 #[derive(Debug)]
@@ -473,7 +473,7 @@ fn assemble(root: &Path, files: &[FileResult], cfg: &Config) -> (IndexData, Vec<
     };
     gloss::structural_glosses(&mut data);
     let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
-    crate::concepts::fill_concepts(&mut data, &texts, &cfg.concepts);
+    crate::ingest::concepts::fill_concepts(&mut data, &texts, &cfg.concepts);
     let chunked = chunk::build_chunks(&data, &texts, &doc_of, &raw_of, &cfg.chunk);
     data.chunks = chunked.chunks;
     let mut warnings: Vec<Vec<Warning>> = vec![Vec::new(); files.len()];

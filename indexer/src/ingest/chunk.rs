@@ -9,7 +9,7 @@
 //! header; the chunk's [`CodeFrame`] says which lines of its code those
 //! are, so that the rest is exactly the file's lines. A line is cut only
 //! when it alone is over the budget, and then with a warning. Long
-//! documentation sections arrive already split by [`crate::docs`] and are
+//! documentation sections arrive already split by [`crate::ingest::docs`] and are
 //! named `title_1`, `title_2`, ...
 
 use std::collections::HashMap;
@@ -17,11 +17,11 @@ use std::collections::HashMap;
 use codegloss_core::text::estimate_tokens;
 use codegloss_core::{Chunk, CodeFrame, Entity, EntityKind, FileId, IndexData, Scope, Span};
 
-use crate::build::file_name;
 use crate::config::ChunkConfig;
-use crate::cpp::RawEntity;
-use crate::docs::DocSection;
 use crate::error::Warning;
+use crate::ingest::build::file_name;
+use crate::ingest::cpp::RawEntity;
+use crate::ingest::docs::DocSection;
 
 fn base_name(name: &str) -> String {
     match name.rfind('.') {
@@ -406,7 +406,7 @@ mod tests {
     use super::*;
 
     fn parse(src: &str) -> RawEntity {
-        let p = crate::cpp::parse_cpp(src, &crate::config::ParseConfig::default()).unwrap();
+        let p = crate::ingest::cpp::parse_cpp(src, &crate::config::ParseConfig::default()).unwrap();
         p.entities.into_iter().next().unwrap()
     }
 

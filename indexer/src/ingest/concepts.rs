@@ -20,7 +20,7 @@ use codegloss_core::lexical::identifier_parts;
 use codegloss_core::{EntityKind, IndexData};
 use serde::{Deserialize, Serialize};
 
-use crate::cpp::clean_comment;
+use crate::ingest::cpp::clean_comment;
 
 /// Which sources feed the concept text (`[concepts]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,8 @@
 //! named by content hash and served as immutable; the manifest
 //! (`index/codegloss.json`) is revalidated on every load.
 
+pub mod serve;
+
 use std::path::{Path, PathBuf};
 
 use codegloss_core::web::{build_site_index, ModelFile, ShardKind, WebManifest, WEB_MANIFEST};
