@@ -21,6 +21,7 @@ pub mod lexical;
 pub mod lines;
 pub mod model;
 pub mod query;
+pub mod report;
 pub mod retrieve;
 pub mod sse;
 pub mod support;

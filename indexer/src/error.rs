@@ -81,6 +81,13 @@ pub enum IndexError {
         /// What is wrong.
         message: String,
     },
+    /// An evaluation could not run: a bad nugget pattern, a question the
+    /// retrieval refused.
+    #[error("evaluation: {message}")]
+    Eval {
+        /// What went wrong, with the question or pattern.
+        message: String,
+    },
     /// The static site could not be written or served.
     #[error("site: {message}")]
     Site {

@@ -134,10 +134,10 @@ try {
     const rows = [];
     for (const q of questions) {
       const r = await p2.evaluate(({ q, semantic }) => window.__ask({ type: 'rank', query: q, semantic }), { q, semantic });
-      rows.push({ question: q, ms: r.ms, embed_ms: r.embed_ms, semantic: r.result.semantic, chunks: r.result.chunks.map((c) => [c.chunk, c.role]), files: r.result.files, context_tokens: r.result.context_tokens });
+      rows.push({ question: q, latency_ms: r.ms, embed_ms: r.embed_ms, semantic: r.result.semantic, chunks: r.result.chunks.map((c) => [c.chunk, c.role]), files: r.result.files, context_tokens: r.result.context_tokens });
     }
     out[semantic ? 'hybrid' : 'keyword'] = {
-      retrieval_ms: { p50: percentile(rows.map((r) => r.ms), 50), p95: percentile(rows.map((r) => r.ms), 95) },
+      retrieval_ms: { p50: percentile(rows.map((r) => r.latency_ms), 50), p95: percentile(rows.map((r) => r.latency_ms), 95) },
       embed_ms: semantic ? { p50: percentile(rows.map((r) => r.embed_ms), 50), p95: percentile(rows.map((r) => r.embed_ms), 95) } : null,
       rows,
     };

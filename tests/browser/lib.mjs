@@ -53,7 +53,7 @@ export async function rankInBrowser(page, questions, { semantic = false } = {}) 
     for (let i = 0; i < questions.length; i++) {
       const reply = await ask({ type: 'rank', id: i, query: questions[i], semantic });
       if (reply.type === 'error') throw new Error(`${questions[i]}: ${reply.message}`);
-      out.push({ question: questions[i], ms: reply.ms, embed_ms: reply.embed_ms, result: reply.result });
+      out.push({ question: questions[i], latency_ms: reply.ms, embed_ms: reply.embed_ms, result: reply.result });
     }
     worker.terminate();
     return out;

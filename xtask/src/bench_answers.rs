@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context as _, Result};
-use serde_json::Value;
+use anyhow::Result;
+use codegloss_core::report::{AnswerSummary, EvalReport};
+use serde::{Deserialize, Serialize};
 
 use crate::{cargo, llm, root, run};
 
@@ -25,16 +26,10 @@ pub struct Options<'a> {
     pub questions: &'a Path,
     /// Split to answer.
     pub split: &'a str,
-    /// `qwen-coder-1.5b` or `smollm2`.
-    pub model: &'a str,
-    /// Loopback port.
-    pub port: u16,
-    /// Inference threads.
-    pub threads: usize,
+    /// The model server to start.
+    pub server: &'a llm::ServerArgs,
     /// Extra `codegloss.toml` (for example a different `[answer]` budget).
     pub config: Option<&'a Path>,
-    /// Leave the server running afterwards.
-    pub keep_server: bool,
     /// Where the per-context answer files and the summary go.
     pub out: &'a Path,
 }
@@ -45,17 +40,17 @@ pub fn bench_answers(o: &Options) -> Result<()> {
     let bin = root.join("target/release/codegloss");
     let out = root.join(o.out);
     std::fs::create_dir_all(&out)?;
-    let url = llm::start(&root, o.model, o.port, o.threads)?;
+    let url = llm::start(&root, &o.server.model, o.server.port, o.server.threads)?;
     let mut config = format!(
         "[answer]\nbase_url = \"{url}\"\nmodel = \"{}\"\ntimeout_seconds = 900\n",
-        o.model
+        o.server.model
     );
     if let Some(extra) = o.config {
         config.push_str(&std::fs::read_to_string(root.join(extra))?);
     }
     let config_path = out.join("answer.toml");
     std::fs::write(&config_path, config)?;
-    let mut reports: BTreeMap<&str, Value> = BTreeMap::new();
+    let mut reports: BTreeMap<&str, EvalReport> = BTreeMap::new();
     let result = (|| -> Result<()> {
         for context in ["pipeline", "bm25-files"] {
             let json = out.join(format!("{context}.json"));
@@ -70,14 +65,12 @@ pub fn bench_answers(o: &Options) -> Result<()> {
                 .arg("--json")
                 .arg(&json)
                 .stdout(std::process::Stdio::null()))?;
-            let v: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)
-                .with_context(|| format!("reading {}", json.display()))?;
-            reports.insert(context, v);
+            reports.insert(context, crate::read_eval_report(&json)?);
         }
         Ok(())
     })();
-    if !o.keep_server {
-        llm::stop(&root, o.port)?;
+    if !o.server.keep_server {
+        llm::stop(&root, o.server.port)?;
     }
     result?;
     let summary = summarize(&reports["pipeline"], &reports["bm25-files"]);
@@ -108,13 +101,54 @@ pub fn sign_test(better: u64, worse: u64) -> f64 {
     (2.0 * p / 2f64.powi(n as i32)).min(1.0)
 }
 
-fn summarize(pipeline: &Value, baseline: &Value) -> Value {
-    let recall = |r: &Value| -> BTreeMap<String, f64> {
-        r["questions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|q| Some((q["id"].as_str()?.to_string(), q["nugget_recall"].as_f64()?)))
+/// One side of the comparison.
+#[derive(Serialize, Deserialize)]
+struct Side {
+    nugget_recall: Option<f64>,
+    by_category: BTreeMap<String, Option<f64>>,
+    answers: Option<AnswerSummary>,
+}
+
+/// Per question, how the pipeline's answers compare with the baseline's.
+#[derive(Serialize, Deserialize)]
+struct SignTest {
+    better: u64,
+    worse: u64,
+    same: u64,
+    p: f64,
+}
+
+/// What `bench answers` writes to `summary.json`.
+#[derive(Serialize, Deserialize)]
+struct AnswerBench {
+    pipeline: Side,
+    #[serde(rename = "bm25-files")]
+    bm25_files: Side,
+    ratio: f64,
+    sign_test: SignTest,
+}
+
+fn side(r: &EvalReport) -> Side {
+    let m = r.metrics.as_ref();
+    Side {
+        nugget_recall: m.and_then(|m| m.overall.nugget_recall),
+        by_category: m
+            .map(|m| {
+                m.by_category
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.nugget_recall))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        answers: m.and_then(|m| m.answers.clone()),
+    }
+}
+
+fn summarize(pipeline: &EvalReport, baseline: &EvalReport) -> AnswerBench {
+    let recall = |r: &EvalReport| -> BTreeMap<String, f64> {
+        r.questions
+            .iter()
+            .filter_map(|q| Some((q.id.clone(), q.nugget_recall?)))
             .collect()
     };
     let (a, b) = (recall(pipeline), recall(baseline));
@@ -130,104 +164,81 @@ fn summarize(pipeline: &Value, baseline: &Value) -> Value {
             }
         }
     }
-    let nr = |r: &Value| {
-        r["metrics"]["overall"]["nugget_recall"]
-            .as_f64()
-            .unwrap_or(0.0)
-    };
-    serde_json::json!({
-        "pipeline": {
-            "nugget_recall": pipeline["metrics"]["overall"]["nugget_recall"],
-            "by_category": category_recall(pipeline),
-            "answers": pipeline["metrics"]["answers"],
+    let (ours, base) = (side(pipeline), side(baseline));
+    let (x, y) = (
+        ours.nugget_recall.unwrap_or(0.0),
+        base.nugget_recall.unwrap_or(0.0),
+    );
+    AnswerBench {
+        pipeline: ours,
+        bm25_files: base,
+        ratio: if y > 0.0 { x / y } else { 0.0 },
+        sign_test: SignTest {
+            better,
+            worse,
+            same,
+            p: sign_test(better, worse),
         },
-        "bm25-files": {
-            "nugget_recall": baseline["metrics"]["overall"]["nugget_recall"],
-            "by_category": category_recall(baseline),
-            "answers": baseline["metrics"]["answers"],
-        },
-        "ratio": if nr(baseline) > 0.0 { nr(pipeline) / nr(baseline) } else { 0.0 },
-        "sign_test": {"better": better, "worse": worse, "same": same, "p": sign_test(better, worse)},
-    })
-}
-
-fn category_recall(r: &Value) -> Value {
-    let mut out = serde_json::Map::new();
-    for (cat, m) in r["metrics"]["by_category"]
-        .as_object()
-        .into_iter()
-        .flatten()
-    {
-        out.insert(cat.clone(), m["nugget_recall"].clone());
     }
-    Value::Object(out)
 }
 
-fn print_summary(s: &Value) {
-    let f = |v: &Value| v.as_f64().map_or("-".into(), |x| format!("{x:.3}"));
+fn print_summary(s: &AnswerBench) {
+    let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
+    let sides = [&s.pipeline, &s.bm25_files];
     println!("| | pipeline | bm25-files |");
     println!("|---|---|---|");
     println!(
         "| nugget recall | {} | {} |",
-        f(&s["pipeline"]["nugget_recall"]),
-        f(&s["bm25-files"]["nugget_recall"])
+        f(s.pipeline.nugget_recall),
+        f(s.bm25_files.nugget_recall)
     );
-    for (label, key) in [
-        ("answers with a valid citation", "with_valid_citation"),
-        ("mean share of cited sentences", "mean_cited_sentence_share"),
-        (
-            "answers with a cited or inferred source",
-            "with_cited_or_inferred_source",
-        ),
-        ("unsupported sentences", "unsupported_sentence_share"),
-        (
-            "answers naming identifiers the context lacks",
-            "with_unknown_identifiers",
-        ),
-    ] {
-        println!(
-            "| {label} | {} | {} |",
-            f(&s["pipeline"]["answers"][key]),
-            f(&s["bm25-files"]["answers"][key])
-        );
+    type Share = fn(&AnswerSummary) -> f64;
+    let shares: [(&str, Share); 5] = [
+        ("answers with a valid citation", |a| a.with_valid_citation),
+        ("mean share of cited sentences", |a| {
+            a.mean_cited_sentence_share
+        }),
+        ("answers with a cited or inferred source", |a| {
+            a.with_cited_or_inferred_source
+        }),
+        ("unsupported sentences", |a| a.unsupported_sentence_share),
+        ("answers naming identifiers the context lacks", |a| {
+            a.with_unknown_identifiers
+        }),
+    ];
+    for (label, get) in shares {
+        let [p, b] = sides.map(|x| f(x.answers.as_ref().map(get)));
+        println!("| {label} | {p} | {b} |");
     }
-    for (label, key) in [
-        ("prompt tokens p50 / p95", "prompt_tokens"),
-        ("completion tokens p50 / p95", "completion_tokens"),
-        ("latency s p50 / p95", "latency_seconds"),
-    ] {
-        let pair = |side: &str| {
-            format!(
-                "{} / {}",
-                s[side]["answers"][key]["p50"], s[side]["answers"][key]["p95"]
-            )
-        };
-        println!(
-            "| {label} | {} | {} |",
-            pair("pipeline"),
-            pair("bm25-files")
-        );
+    type Pct = fn(&AnswerSummary) -> codegloss_core::report::Percentiles;
+    let pcts: [(&str, Pct); 3] = [
+        ("prompt tokens p50 / p95", |a| a.prompt_tokens),
+        ("completion tokens p50 / p95", |a| a.completion_tokens),
+        ("latency s p50 / p95", |a| a.latency_seconds),
+    ];
+    for (label, get) in pcts {
+        let [p, b] = sides.map(|x| {
+            x.answers
+                .as_ref()
+                .map(get)
+                .map_or("- / -".into(), |q| format!("{} / {}", q.p50, q.p95))
+        });
+        println!("| {label} | {p} | {b} |");
     }
     println!();
     println!(
         "ratio pipeline / bm25-files: {:.2}; sign test: better {} worse {} same {} (p = {:.3})",
-        s["ratio"].as_f64().unwrap_or(0.0),
-        s["sign_test"]["better"],
-        s["sign_test"]["worse"],
-        s["sign_test"]["same"],
-        s["sign_test"]["p"].as_f64().unwrap_or(1.0)
+        s.ratio, s.sign_test.better, s.sign_test.worse, s.sign_test.same, s.sign_test.p
     );
     println!();
     println!("| category | pipeline | bm25-files |");
     println!("|---|---|---|");
-    if let Some(cats) = s["pipeline"]["by_category"].as_object() {
-        for (cat, v) in cats {
-            println!(
-                "| {cat} | {} | {} |",
-                f(v),
-                f(&s["bm25-files"]["by_category"][cat])
-            );
-        }
+    for (cat, v) in &s.pipeline.by_category {
+        println!(
+            "| {cat} | {} | {} |",
+            f(*v),
+            f(s.bm25_files.by_category.get(cat).copied().flatten())
+        );
     }
 }
 

@@ -10,12 +10,34 @@
 //! model index starts from the structural index's vectors, so only chunks
 //! whose gloss changed are embedded again.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
+use codegloss_core::report::{IndexSummary, Metrics, Summary};
+use serde::{Deserialize, Serialize};
+
 use crate::{cargo, llm, models, root, run};
+
+/// What `bench explain` writes: the cost of the model glosses and the
+/// retrieval metrics with structural and with model glosses.
+#[derive(Serialize, Deserialize)]
+struct ExplainBench {
+    repo: String,
+    model: String,
+    levels: Vec<String>,
+    max_entities: Option<usize>,
+    model_glosses: usize,
+    generation_seconds: f64,
+    glosses_per_minute: f64,
+    cache_bytes: u64,
+    glosses_by_source: BTreeMap<String, BTreeMap<String, u64>>,
+    fallbacks: usize,
+    structural: Metrics,
+    model_glosses_metrics: Metrics,
+}
 
 /// Settings of one benchmark run.
 pub struct Options<'a> {
@@ -23,18 +45,12 @@ pub struct Options<'a> {
     pub repo: &'a Path,
     /// Question file (bench format).
     pub questions: &'a Path,
-    /// `qwen-coder-1.5b` or `smollm2`.
-    pub model: &'a str,
-    /// Loopback port of the server.
-    pub port: u16,
-    /// Inference threads of the server.
-    pub threads: usize,
+    /// The model server to start.
+    pub server: &'a llm::ServerArgs,
     /// `explain.levels`.
     pub levels: &'a [String],
     /// `explain.max_entities`.
     pub max_entities: Option<usize>,
-    /// Leave the server running afterwards.
-    pub keep_server: bool,
     /// Results JSON.
     pub json: &'a Path,
 }
@@ -71,12 +87,12 @@ pub fn bench_explain(o: &Options) -> Result<()> {
         }
     }
 
-    let url = llm::start(&root, o.model, o.port, o.threads)?;
+    let url = llm::start(&root, &o.server.model, o.server.port, o.server.threads)?;
     let levels: Vec<String> = o.levels.iter().map(|l| format!("{l:?}")).collect();
     let mut config = format!(
         "[explain]\nbackend = \"openai\"\nlevels = [{}]\nbase_url = \"{url}\"\nmodel = \"{}\"\nmax_tokens = 128\nmax_input_chars = 1600\ntimeout_seconds = 600\n",
         levels.join(", "),
-        o.model
+        o.server.model
     );
     if let Some(n) = o.max_entities {
         config.push_str(&format!("max_entities = {n}\n"));
@@ -97,19 +113,21 @@ pub fn bench_explain(o: &Options) -> Result<()> {
         .arg(&model_dir)
         .arg("--config")
         .arg(&config_path)
+        .arg("--json")
+        .arg(work.join("index-model.json"))
         .stderr(Stdio::inherit())
         .output()
         .context("running codegloss index with model glosses")?;
     let index_out = String::from_utf8_lossy(&indexed.stdout).into_owned();
     print!("{index_out}");
-    if !o.keep_server {
-        llm::stop(&root, o.port)?;
+    if !o.server.keep_server {
+        llm::stop(&root, o.server.port)?;
     }
     if !indexed.status.success() {
         bail!("codegloss index failed with {}", indexed.status);
     }
 
-    let mut results = serde_json::Map::new();
+    let mut results: BTreeMap<&str, Metrics> = BTreeMap::new();
     for (name, dir) in [("structural", &structural), ("model", &model_dir)] {
         let json = work.join(format!("eval-{name}.json"));
         let out = Command::new(&bin)
@@ -124,71 +142,73 @@ pub fn bench_explain(o: &Options) -> Result<()> {
         if !out.status.success() {
             bail!("codegloss eval {} failed", dir.display());
         }
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
-        results.insert(name.to_string(), v["metrics"].clone());
+        let metrics = crate::read_eval_report(&json)?
+            .metrics
+            .with_context(|| format!("{} has no metrics", json.display()))?;
+        results.insert(name, metrics);
     }
 
-    let (glosses, seconds) = index_out
-        .lines()
-        .find_map(|l| {
-            let rest = l.strip_prefix("glosses: the ")?;
-            let (n, rest) = rest.split_once(" model glosses in this index took ")?;
-            let (s, _) = rest.split_once(" s to generate")?;
-            Some((n.parse::<u64>().ok()?, s.parse::<f64>().ok()?))
-        })
-        .unwrap_or((0, 0.0));
-    let cache_bytes = std::fs::metadata(model_dir.join("gloss-cache.jsonl")).map_or(0, |m| m.len());
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(model_dir.join("manifest.json"))?)?;
-    let summary = serde_json::json!({
-        "repo": repo,
-        "model": o.model,
-        "levels": o.levels,
-        "max_entities": o.max_entities,
-        "model_glosses": glosses,
-        "generation_seconds": seconds,
-        "glosses_per_minute": if seconds > 0.0 { glosses as f64 * 60.0 / seconds } else { 0.0 },
-        "cache_bytes": cache_bytes,
-        "glosses_by_source": manifest["glosses"]["by_source"],
-        "fallbacks": manifest["glosses"]["fallbacks"].as_array().map_or(0, Vec::len),
-        "structural": results["structural"],
-        "model_glosses_metrics": results["model"],
+    let summary_path = work.join("index-model.json");
+    let indexed: IndexSummary = serde_json::from_str(
+        &std::fs::read_to_string(&summary_path)
+            .with_context(|| format!("reading {}", summary_path.display()))?,
+    )
+    .with_context(|| format!("reading {}", summary_path.display()))?;
+    let (glosses, seconds) = indexed.glosses.as_ref().map_or((0, 0.0), |g| {
+        (g.total_model_glosses, g.total_generation_seconds)
     });
+    let cache_bytes = std::fs::metadata(model_dir.join("gloss-cache.jsonl")).map_or(0, |m| m.len());
+    let (structural_metrics, model_metrics) = (
+        results.remove("structural").unwrap_or_default(),
+        results.remove("model").unwrap_or_default(),
+    );
+    let summary = ExplainBench {
+        repo: repo.display().to_string(),
+        model: o.server.model.clone(),
+        levels: o.levels.to_vec(),
+        max_entities: o.max_entities,
+        model_glosses: glosses,
+        generation_seconds: seconds,
+        glosses_per_minute: if seconds > 0.0 {
+            glosses as f64 * 60.0 / seconds
+        } else {
+            0.0
+        },
+        cache_bytes,
+        glosses_by_source: indexed
+            .glosses
+            .as_ref()
+            .map(|g| g.by_source.clone())
+            .unwrap_or_default(),
+        fallbacks: indexed.glosses.as_ref().map_or(0, |g| g.fallbacks),
+        structural: structural_metrics,
+        model_glosses_metrics: model_metrics,
+    };
     println!();
     println!(
         "model glosses: {glosses} in {seconds:.1} s of generation ({:.2}/min); cache {cache_bytes} bytes; fallbacks {}",
-        summary["glosses_per_minute"].as_f64().unwrap_or(0.0),
-        summary["fallbacks"]
+        summary.glosses_per_minute, summary.fallbacks
     );
     println!(
         "{:<24} {:>15} {:>15} {:>15}",
         "category", "hit@5 s→m", "all@10 s→m", "recall s→m"
     );
-    let s = &results["structural"];
-    let m = &results["model"];
-    let mut cats: Vec<String> = s["by_category"]
-        .as_object()
-        .map(|o| o.keys().cloned().collect())
-        .unwrap_or_default();
-    cats.push("overall".into());
-    for cat in cats {
-        let (a, b) = if cat == "overall" {
-            (&s["overall"], &m["overall"])
-        } else {
-            (&s["by_category"][&cat], &m["by_category"][&cat])
-        };
-        let pair = |k: &str| {
-            format!(
-                "{:.3}→{:.3}",
-                a[k].as_f64().unwrap_or(0.0),
-                b[k].as_f64().unwrap_or(0.0)
-            )
+    let (s, m) = (&summary.structural, &summary.model_glosses_metrics);
+    let mut rows: Vec<(&str, Option<&Summary>, Option<&Summary>)> = s
+        .by_category
+        .iter()
+        .map(|(cat, a)| (cat.as_str(), Some(a), m.by_category.get(cat)))
+        .collect();
+    rows.push(("overall", Some(&s.overall), Some(&m.overall)));
+    for (cat, a, b) in rows {
+        let pair = |get: fn(&Summary) -> f64| {
+            format!("{:.3}→{:.3}", a.map_or(0.0, get), b.map_or(0.0, get))
         };
         println!(
             "{cat:<24} {:>15} {:>15} {:>15}",
-            pair("hit@5"),
-            pair("all_gold@10"),
-            pair("context_recall")
+            pair(|x| x.hit5),
+            pair(|x| x.all10),
+            pair(|x| x.context_recall)
         );
     }
     let json = root.join(o.json);

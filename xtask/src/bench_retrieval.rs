@@ -16,7 +16,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use codegloss_core::report::{EvalReport, Summary};
+use serde::{Deserialize, Serialize};
 
 use crate::{cargo, models, root, run};
 
@@ -40,7 +41,24 @@ pub struct Options<'a> {
     pub json: &'a Path,
 }
 
-const KEYS: [&str; 5] = ["hit@1", "hit@5", "all_gold@10", "context_recall", "mrr"];
+/// What building a variant's index cost (none for a given `--index`).
+#[derive(Serialize, Deserialize, Clone, Copy)]
+struct Cost {
+    index_seconds: f64,
+    index_bytes: u64,
+}
+
+/// One variant: its cost and its report per question set.
+#[derive(Serialize, Deserialize)]
+struct Variant {
+    cost: Option<Cost>,
+    sets: BTreeMap<String, EvalReport>,
+}
+
+/// The columns of the tables, from a summary.
+fn columns(m: &Summary) -> [f64; 5] {
+    [m.hit1, m.hit5, m.all10, m.context_recall, m.mrr]
+}
 
 pub fn bench_retrieval(o: &Options) -> Result<()> {
     let root = root();
@@ -49,9 +67,9 @@ pub fn bench_retrieval(o: &Options) -> Result<()> {
     let bin = root.join("target/release/codegloss");
     let work = root.join("target/bench/retrieval-work");
     std::fs::create_dir_all(&work)?;
-    let mut indexes: Vec<(String, PathBuf, Value)> = Vec::new();
+    let mut indexes: Vec<(String, PathBuf, Option<Cost>)> = Vec::new();
     match (o.repo, o.index) {
-        (_, Some(index)) => indexes.push(("index".into(), index.to_path_buf(), Value::Null)),
+        (_, Some(index)) => indexes.push(("index".into(), index.to_path_buf(), None)),
         (Some(repo), None) => {
             let variants: Vec<String> = if o.variants.is_empty() {
                 vec!["default=".into()]
@@ -83,15 +101,18 @@ pub fn bench_retrieval(o: &Options) -> Result<()> {
                     .filter(|m| m.is_file())
                     .map(|m| m.len())
                     .sum();
-                let cost = serde_json::json!({"index_seconds": secs, "index_bytes": bytes});
-                indexes.push((name.to_string(), dir, cost));
+                let cost = Cost {
+                    index_seconds: secs,
+                    index_bytes: bytes,
+                };
+                indexes.push((name.to_string(), dir, Some(cost)));
             }
         }
         (None, None) => bail!("give --repo or --index"),
     }
-    let mut results = serde_json::Map::new();
+    let mut results: BTreeMap<String, Variant> = BTreeMap::new();
     for (name, dir, cost) in &indexes {
-        let mut sets = serde_json::Map::new();
+        let mut sets = BTreeMap::new();
         for (set, questions) in [("named", o.named), ("reworded", o.reworded)] {
             let out = work.join(format!("{name}-{set}.json"));
             let mut cmd = Command::new(&bin);
@@ -109,14 +130,9 @@ pub fn bench_retrieval(o: &Options) -> Result<()> {
                 cmd.arg("--no-vectors");
             }
             run(&mut cmd)?;
-            let report: Value = serde_json::from_str(&std::fs::read_to_string(&out)?)
-                .with_context(|| format!("reading {}", out.display()))?;
-            sets.insert(set.into(), report);
+            sets.insert(set.to_string(), crate::read_eval_report(&out)?);
         }
-        let mut entry = serde_json::Map::new();
-        entry.insert("cost".into(), cost.clone());
-        entry.insert("sets".into(), Value::Object(sets));
-        results.insert(name.clone(), Value::Object(entry));
+        results.insert(name.clone(), Variant { cost: *cost, sets });
     }
     print_tables(&results);
     let json = root.join(o.json);
@@ -128,39 +144,41 @@ pub fn bench_retrieval(o: &Options) -> Result<()> {
     Ok(())
 }
 
-fn cell(m: &Value, key: &str) -> String {
-    m[key].as_f64().map_or("-".into(), |v| format!("{v:.3}"))
+fn cell(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
-fn print_tables(results: &serde_json::Map<String, Value>) {
+fn print_tables(results: &BTreeMap<String, Variant>) {
     println!("## Overall");
     println!();
     println!("| variant | set | hit@1 | hit@5 | all_gold@10 | context_recall | MRR | files | tokens | index s | index MB |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, r) in results {
-        let cost = &r["cost"];
         for set in ["named", "reworded"] {
-            let rep = &r["sets"][set];
-            for (label, m) in [
-                (name.as_str(), &rep["metrics"]["overall"]),
-                ("bm25-files", &rep["baseline"]["metrics"]["overall"]),
-            ] {
-                // The baseline ranks files; it builds no context to count.
-                let tokens = match m["context_tokens"].as_f64() {
-                    Some(t) if t > 0.0 => format!("{t:.0}"),
-                    _ => "-".into(),
+            let Some(rep) = r.sets.get(set) else {
+                continue;
+            };
+            let ours = rep.metrics.as_ref().map(|m| &m.overall);
+            let base = rep.baseline.as_ref().map(|b| &b.metrics.overall);
+            for (label, m) in [(name.as_str(), ours), ("bm25-files", base)] {
+                let Some(m) = m else {
+                    continue;
                 };
-                let cols: Vec<String> = KEYS.iter().map(|k| cell(m, k)).collect();
+                // The baseline ranks files; it builds no context to count.
+                let tokens = if m.context_tokens > 0.0 {
+                    format!("{:.0}", m.context_tokens)
+                } else {
+                    "-".into()
+                };
+                let cols: Vec<String> = columns(m).iter().map(|v| cell(Some(*v))).collect();
                 println!(
                     "| {label} | {set} | {} | {:.1} | {tokens} | {} | {} |",
                     cols.join(" | "),
-                    m["context_files"].as_f64().unwrap_or(0.0),
-                    cost["index_seconds"]
-                        .as_f64()
-                        .map_or("-".into(), |s| format!("{s:.0}")),
-                    cost["index_bytes"]
-                        .as_f64()
-                        .map_or("-".into(), |b| format!("{:.1}", b / 1e6)),
+                    m.context_files,
+                    r.cost
+                        .map_or("-".into(), |c| format!("{:.0}", c.index_seconds)),
+                    r.cost
+                        .map_or("-".into(), |c| format!("{:.1}", c.index_bytes as f64 / 1e6)),
                 );
             }
         }
@@ -171,29 +189,27 @@ fn print_tables(results: &serde_json::Map<String, Value>) {
         println!();
         println!("| category | named | reworded | bm25-files named | bm25-files reworded |");
         println!("|---|---|---|---|---|");
-        let mut cats: BTreeMap<String, ()> = BTreeMap::new();
-        for set in ["named", "reworded"] {
-            if let Some(m) = r["sets"][set]["metrics"]["by_category"].as_object() {
-                cats.extend(m.keys().map(|k| (k.clone(), ())));
+        let mut cats: BTreeMap<&str, ()> = BTreeMap::new();
+        for rep in r.sets.values() {
+            if let Some(m) = &rep.metrics {
+                cats.extend(m.by_category.keys().map(|k| (k.as_str(), ())));
             }
         }
         for cat in cats.keys() {
-            let three = |m: &Value| {
+            let get = |set: &str, base: bool| {
+                let rep = r.sets.get(set);
+                let metrics = if base {
+                    rep.and_then(|r| r.baseline.as_ref()).map(|b| &b.metrics)
+                } else {
+                    rep.and_then(|r| r.metrics.as_ref())
+                };
+                let m = metrics.and_then(|m| m.by_category.get(*cat));
                 format!(
                     "{} / {} / {}",
-                    cell(m, "hit@5"),
-                    cell(m, "all_gold@10"),
-                    cell(m, "context_recall")
+                    cell(m.map(|m| m.hit5)),
+                    cell(m.map(|m| m.all10)),
+                    cell(m.map(|m| m.context_recall))
                 )
-            };
-            let get = |set: &str, base: bool| {
-                let rep = &r["sets"][set];
-                let m = if base {
-                    &rep["baseline"]["metrics"]["by_category"][cat]
-                } else {
-                    &rep["metrics"]["by_category"][cat]
-                };
-                three(m)
             };
             println!(
                 "| {cat} | {} | {} | {} | {} |",

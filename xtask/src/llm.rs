@@ -157,6 +157,24 @@ fn http_ok(port: u16, path: &str) -> bool {
         .is_ok_and(|n| buf[..n].starts_with(b"HTTP/1.1 200"))
 }
 
+/// The server a benchmark starts: `cargo xtask bench answers` and `bench
+/// explain` take the same options.
+#[derive(clap::Args)]
+pub struct ServerArgs {
+    /// Model served by `llm-server`.
+    #[arg(long, default_value = "qwen-coder-1.5b")]
+    pub model: String,
+    /// Loopback port of the server.
+    #[arg(long, default_value_t = 8090)]
+    pub port: u16,
+    /// Inference threads of the server.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Leave the server running afterwards.
+    #[arg(long)]
+    pub keep_server: bool,
+}
+
 /// Start the server in the background; return its base URL.
 pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<String> {
     stop(root, port)?;

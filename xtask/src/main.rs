@@ -160,22 +160,13 @@ enum Bench {
         /// Split to answer.
         #[arg(long, default_value = "dev")]
         split: String,
-        /// Answer model served by `llm-server`.
-        #[arg(long, default_value = "qwen-coder-1.5b")]
-        model: String,
-        /// Loopback port of the server.
-        #[arg(long, default_value_t = 8090)]
-        port: u16,
-        /// Inference threads of the server.
-        #[arg(long, default_value_t = 2)]
-        threads: usize,
+        /// The answer model's server.
+        #[command(flatten)]
+        server: llm::ServerArgs,
         /// Extra configuration appended to the benchmark's (for example an
         /// `[answer]` budget); it must not repeat `[answer]` keys.
         #[arg(long)]
         config: Option<PathBuf>,
-        /// Leave the server running afterwards.
-        #[arg(long)]
-        keep_server: bool,
         /// Folder of the answer files and the summary.
         #[arg(long, default_value = "target/bench/answers")]
         out: PathBuf,
@@ -219,24 +210,15 @@ enum Bench {
         /// Question file (bench format).
         #[arg(long)]
         questions: PathBuf,
-        /// Explanation model served by `llm-server`.
-        #[arg(long, default_value = "qwen-coder-1.5b")]
-        model: String,
-        /// Loopback port of the server.
-        #[arg(long, default_value_t = 8090)]
-        port: u16,
-        /// Inference threads of the server.
-        #[arg(long, default_value_t = 2)]
-        threads: usize,
+        /// The explanation model's server.
+        #[command(flatten)]
+        server: llm::ServerArgs,
         /// Levels the model explains.
         #[arg(long, value_delimiter = ',', default_value = "file,module")]
         levels: Vec<String>,
         /// Explain at most this many entities (public headers first).
         #[arg(long)]
         max_entities: Option<usize>,
-        /// Leave the server running afterwards.
-        #[arg(long)]
-        keep_server: bool,
         /// Where to write the results JSON.
         #[arg(long, default_value = "target/bench/explain.json")]
         json: PathBuf,
@@ -277,6 +259,13 @@ fn bench_embed(repo: &Path, edit: &str, json: &Path) -> Result<()> {
     print!("{}", String::from_utf8_lossy(&out.stdout));
     eprintln!("results written to {}", json.display());
     Ok(())
+}
+
+/// Read a `codegloss eval --json` report.
+fn read_eval_report(path: &std::path::Path) -> Result<codegloss_core::report::EvalReport> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not an eval report", path.display()))
 }
 
 fn root() -> PathBuf {
@@ -521,22 +510,16 @@ fn main() -> Result<()> {
                     index,
                     questions,
                     split,
-                    model,
-                    port,
-                    threads,
+                    server,
                     config,
-                    keep_server,
                     out,
                 },
         } => bench_answers::bench_answers(&bench_answers::Options {
             index: &index,
             questions: &questions,
             split: &split,
-            model: &model,
-            port,
-            threads,
+            server: &server,
             config: config.as_deref(),
-            keep_server,
             out: &out,
         }),
         Cmd::Bench {
@@ -566,23 +549,17 @@ fn main() -> Result<()> {
                 Bench::Explain {
                     repo,
                     questions,
-                    model,
-                    port,
-                    threads,
+                    server,
                     levels,
                     max_entities,
-                    keep_server,
                     json,
                 },
         } => bench_explain::bench_explain(&bench_explain::Options {
             repo: &repo,
             questions: &questions,
-            model: &model,
-            port,
-            threads,
+            server: &server,
             levels: &levels,
             max_entities,
-            keep_server,
             json: &json,
         }),
         Cmd::Models => {

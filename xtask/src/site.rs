@@ -10,6 +10,10 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use std::collections::BTreeMap;
+
+use codegloss_core::report::{p50_p95, EvalReport};
+
 use crate::{cargo, ensure_wasm_target, run};
 
 /// The crates compiled to wasm32 for the site: the search module and the
@@ -210,13 +214,14 @@ fn dir_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
-fn percentile(xs: &[f64], p: f64) -> f64 {
-    let mut s = xs.to_vec();
-    s.sort_by(f64::total_cmp);
-    if s.is_empty() {
-        return 0.0;
-    }
-    s[(((p / 100.0) * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1]
+/// One question ranked in the browser by `tests/browser/bench.mjs`, in the
+/// native rows' names, so that the two compare field by field.
+#[derive(serde::Deserialize)]
+struct BrowserRow {
+    /// Retrieval time in the worker.
+    latency_ms: f64,
+    /// The ranked chunks with their roles, as `codegloss eval` lists them.
+    chunks: Vec<(u32, String)>,
 }
 
 /// `cargo xtask bench site`: write the site of an index, serve it, run
@@ -248,7 +253,7 @@ pub fn bench(root: &Path, index: &Path, questions: &Path, json: &Path) -> Result
     let qfile = work.join("questions.json");
     std::fs::write(&qfile, serde_json::to_string(&texts)?)?;
     // Native retrieval first, on an idle machine (no browser running).
-    let mut native = serde_json::Map::new();
+    let mut native: BTreeMap<&str, EvalReport> = BTreeMap::new();
     for (name, extra) in [("keyword", Some("--no-vectors")), ("hybrid", None)] {
         let out = work.join(format!("native-{name}.json"));
         run(Command::new(&bin)
@@ -259,10 +264,7 @@ pub fn bench(root: &Path, index: &Path, questions: &Path, json: &Path) -> Result
             .arg("--json")
             .arg(&out)
             .args(extra))?;
-        native.insert(
-            name.into(),
-            serde_json::from_str(&std::fs::read_to_string(&out)?)?,
-        );
+        native.insert(name, crate::read_eval_report(&out)?);
     }
     let mut server = Command::new(&bin)
         .arg("serve")
@@ -293,26 +295,18 @@ pub fn bench(root: &Path, index: &Path, questions: &Path, json: &Path) -> Result
     for name in ["keyword", "hybrid"] {
         let b = &browser[name];
         let n = &native[name];
-        let nrows = n["questions"].as_array().context("native questions")?;
-        let brows = b["rows"].as_array().context("browser rows")?;
-        let nat: Vec<f64> = nrows
-            .iter()
-            .filter_map(|r| r["latency_ms"].as_f64())
+        let brows: Vec<BrowserRow> = serde_json::from_value(b["rows"].clone())
+            .with_context(|| format!("browser rows of {name}"))?;
+        let nat: Vec<f64> = n.questions.iter().map(|r| r.latency_ms).collect();
+        let wasm: Vec<f64> = brows.iter().map(|r| r.latency_ms).collect();
+        let pairs = || n.questions.iter().zip(&brows);
+        let same = pairs().filter(|(a, b)| a.chunks == b.chunks).count();
+        let differing: Vec<&str> = pairs()
+            .filter(|(a, b)| a.chunks != b.chunks)
+            .map(|(a, _)| a.id.as_str())
             .collect();
-        let wasm: Vec<f64> = brows.iter().filter_map(|r| r["ms"].as_f64()).collect();
-        let same = nrows
-            .iter()
-            .zip(brows)
-            .filter(|(a, b)| a["chunks"] == b["chunks"])
-            .count();
-        let differing: Vec<&str> = nrows
-            .iter()
-            .zip(brows)
-            .filter(|(a, b)| a["chunks"] != b["chunks"])
-            .filter_map(|(a, _)| a["id"].as_str())
-            .collect();
-        let (np50, np95) = (percentile(&nat, 50.0), percentile(&nat, 95.0));
-        let (wp50, wp95) = (percentile(&wasm, 50.0), percentile(&wasm, 95.0));
+        let (np50, np95) = p50_p95(&nat);
+        let (wp50, wp95) = p50_p95(&wasm);
         modes.insert(
             name.into(),
             serde_json::json!({

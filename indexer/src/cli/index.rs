@@ -2,12 +2,13 @@
 //! written as an index, with the run's summary (counts, parse quality,
 //! embedding and gloss statistics); the site too when `--site` asks.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use codegloss_core::{EdgeKind, EntityKind, IndexData};
+use codegloss_core::report::{EmbeddingSummary, GlossSummary, IndexSummary};
+use codegloss_core::{EdgeKind, EntityKind};
 use codegloss_indexer::{embed, embed::vectorize, explain, ingest::build, store};
 
 use super::output::{note, out};
@@ -46,61 +47,45 @@ pub(crate) struct IndexArgs {
     /// else `site-assets` next to the executable; `cargo xtask site-assets` builds it).
     #[arg(long)]
     assets: Option<PathBuf>,
+    /// Also write the run's summary (counts, parse quality, embedding and
+    /// gloss statistics) to this file as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 /// Index the repository, then write the site when `--site` names a folder.
 pub(crate) fn run(args: IndexArgs) -> Result<()> {
-    let IndexArgs {
-        repo,
-        out,
-        config,
-        quiet,
-        max_warnings,
-        no_embed,
-        no_explain,
-        site,
-        assets,
-    } = args;
     // Find the assets first: a missing build fails before hours of indexing.
-    let assets = site
+    let assets = args
+        .site
         .as_ref()
-        .map(|_| codegloss_indexer::site::find_assets(assets.as_deref()))
+        .map(|_| codegloss_indexer::site::find_assets(args.assets.as_deref()))
         .transpose()?;
-    run_index(
-        &repo,
-        &out,
-        config.as_deref(),
-        quiet,
-        max_warnings,
-        no_embed,
-        no_explain,
-    )?;
-    match (site, assets) {
+    run_index(&args)?;
+    match (&args.site, assets) {
         (Some(dir), Some(assets)) => {
-            let cfg = load_config(&repo, config.as_deref())?;
-            super::site::run_site(&out, &dir, &assets, &cfg)
+            let cfg = load_config(&args.repo, args.config.as_deref())?;
+            super::site::run_site(&args.out, dir, &assets, &cfg)
         }
         _ => Ok(()),
     }
 }
 
-fn run_index(
-    repo: &Path,
-    out: &Path,
-    config: Option<&Path>,
-    quiet: bool,
-    max_warnings: usize,
-    no_embed: bool,
-    no_explain: bool,
-) -> Result<()> {
+fn run_index(args: &IndexArgs) -> Result<()> {
+    let (repo, out, config) = (
+        args.repo.as_path(),
+        args.out.as_path(),
+        args.config.as_deref(),
+    );
+    let (quiet, max_warnings, json) = (args.quiet, args.max_warnings, args.json.as_deref());
     let started = Instant::now();
     // One writer per index folder, for the whole run (its gloss cache too).
     let _lock = store::lock_index_dir(out)?;
     let mut cfg = load_config(repo, config)?;
-    if no_embed {
+    if args.no_embed {
         cfg.embedding.enabled = false;
     }
-    if no_explain {
+    if args.no_explain {
         cfg.explain.backend = explain::BackendKind::Structural;
     }
     let gloss_backend = explain::backend_for(&cfg.explain)?;
@@ -164,89 +149,79 @@ fn run_index(
             output.warnings.len() - max_warnings
         );
     }
-    print_summary(
-        &output.data,
-        &manifest,
-        output.warnings.len(),
-        started.elapsed().as_secs_f64(),
-        out,
-    );
-    match (&vectors, &manifest.embedding) {
-        (Some(v), Some(info)) => {
-            let st = &v.stats;
-            out!(
-                "embeddings: {} computed, {} reused ({} {}, dimension {}, {}); {:.1} s embedding ({:.1} chunks/s), {:.1} s prompts, {:.1} s HNSW; HNSW recall@10 {:.4} on {} queries",
-                st.computed,
-                st.reused,
-                info.spec.model_id,
-                match embedder.as_ref().map(embed::Embedder::backend) {
+    let summary = IndexSummary {
+        out: out.display().to_string(),
+        seconds: started.elapsed().as_secs_f64(),
+        counts: manifest.counts.clone(),
+        templates: output
+            .data
+            .entities
+            .iter()
+            .filter(|e| e.template_params.is_some())
+            .count(),
+        parse: build::total_parse_stats(&output.data),
+        warnings: output.warnings.len(),
+        embeddings: match (&vectors, &manifest.embedding) {
+            (Some(v), Some(info)) => Some(EmbeddingSummary {
+                computed: v.stats.computed,
+                reused: v.stats.reused,
+                model_id: info.spec.model_id.clone(),
+                backend: match embedder.as_ref().map(embed::Embedder::backend) {
                     Some(embed::Backend::Cuda) => "CUDA",
                     _ => "CPU",
-                },
-                info.spec.dimension,
-                info.quantization.as_str(),
-                st.embed_seconds,
-                if st.embed_seconds > 0.0 { st.computed as f64 / st.embed_seconds } else { 0.0 },
-                st.prompt_seconds,
-                st.hnsw_seconds,
-                info.hnsw_recall_at_10,
-                info.hnsw_recall_queries
-            );
-        }
-        _ => out!("embeddings: none (embedding disabled)"),
+                }
+                .to_string(),
+                dimension: info.spec.dimension,
+                quantization: info.quantization.as_str().to_string(),
+                embed_seconds: v.stats.embed_seconds,
+                prompt_seconds: v.stats.prompt_seconds,
+                hnsw_seconds: v.stats.hnsw_seconds,
+                hnsw_recall_at_10: info.hnsw_recall_at_10,
+                hnsw_recall_queries: info.hnsw_recall_queries,
+            }),
+            _ => None,
+        },
+        glosses: explained.as_ref().map(gloss_summary),
+    };
+    print_summary(&summary);
+    if let Some(r) = &explained {
+        print_fallbacks(r);
     }
-    match &explained {
-        Some(r) => print_explain_report(r),
-        None => out!("glosses: structural"),
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&summary)? + "\n";
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        note!("summary written to {}", path.display());
     }
     Ok(())
 }
 
-fn print_explain_report(r: &explain::ExplainReport) {
-    let model: u64 = r
-        .info
-        .by_source
-        .values()
-        .filter_map(|m| m.get("model"))
-        .sum();
-    out!(
-        "glosses: {model} from the model over levels {} ({} generated, {} from the cache), {} skipped_low_information, {} fell back to structural; {} requests",
-        r.info.levels.join(", "),
-        r.generated.len(),
-        r.cache_hits,
-        r.skipped,
-        r.info.fallbacks.len(),
-        r.requests
-    );
-    if !r.generated.is_empty() {
-        out!(
-            "glosses: {:.1} s generating, {:.2} glosses/min, {} completion tokens ({:.1} tok/s)",
-            r.generation_seconds,
-            r.glosses_per_minute(),
-            r.completion_tokens,
-            if r.generation_seconds > 0.0 {
-                r.completion_tokens as f64 / r.generation_seconds
-            } else {
-                0.0
-            }
-        );
+/// The explanation stage's part of the summary.
+fn gloss_summary(r: &explain::ExplainReport) -> GlossSummary {
+    GlossSummary {
+        levels: r.info.levels.clone(),
+        model: r
+            .info
+            .by_source
+            .values()
+            .filter_map(|m| m.get("model"))
+            .sum(),
+        generated: r.generated.len(),
+        cache_hits: r.cache_hits,
+        skipped: r.skipped,
+        fallbacks: r.info.fallbacks.len(),
+        requests: r.requests,
+        generation_seconds: r.generation_seconds,
+        completion_tokens: r.completion_tokens,
+        total_model_glosses: r.total_model_glosses,
+        total_generation_seconds: r.total_generation_seconds,
+        by_source: r.info.by_source.clone(),
+        cache_path: r.cache_path.display().to_string(),
+        cache_bytes: r.cache_bytes,
     }
-    if r.total_model_glosses > 0 {
-        out!(
-            "glosses: the {} model glosses in this index took {:.1} s to generate in total ({:.2} glosses/min), this run and earlier ones",
-            r.total_model_glosses,
-            r.total_generation_seconds,
-            if r.total_generation_seconds > 0.0 {
-                r.total_model_glosses as f64 * 60.0 / r.total_generation_seconds
-            } else {
-                0.0
-            }
-        );
-    }
-    for (level, counts) in &r.info.by_source {
-        let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{s} {n}")).collect();
-        out!("  {level:<12} {}", parts.join(", "));
-    }
+}
+
+/// The glosses that fell back to structural ones, as warnings.
+fn print_fallbacks(r: &explain::ExplainReport) {
     for f in r.info.fallbacks.iter().take(10) {
         note!(
             "warning: gloss of {} ({}) fell back to structural: {}",
@@ -261,22 +236,46 @@ fn print_explain_report(r: &explain::ExplainReport) {
             r.info.fallbacks.len() - 10
         );
     }
-    out!(
-        "gloss cache: {} ({} bytes)",
-        r.cache_path.display(),
-        r.cache_bytes
-    );
 }
 
-fn print_summary(
-    data: &IndexData,
-    manifest: &codegloss_core::Manifest,
-    warnings: usize,
-    secs: f64,
-    out: &Path,
-) {
-    let c = &manifest.counts;
-    let stats = build::total_parse_stats(data);
+fn print_glosses(g: &GlossSummary) {
+    out!(
+        "glosses: {} from the model over levels {} ({} generated, {} from the cache), {} skipped_low_information, {} fell back to structural; {} requests",
+        g.model,
+        g.levels.join(", "),
+        g.generated,
+        g.cache_hits,
+        g.skipped,
+        g.fallbacks,
+        g.requests
+    );
+    if g.generated > 0 {
+        out!(
+            "glosses: {:.1} s generating, {:.2} glosses/min, {} completion tokens ({:.1} tok/s)",
+            g.generation_seconds,
+            g.glosses_per_minute(),
+            g.completion_tokens,
+            g.tokens_per_second()
+        );
+    }
+    if g.total_model_glosses > 0 {
+        out!(
+            "glosses: the {} model glosses in this index took {:.1} s to generate in total ({:.2} glosses/min), this run and earlier ones",
+            g.total_model_glosses,
+            g.total_generation_seconds,
+            g.total_glosses_per_minute()
+        );
+    }
+    for (level, counts) in &g.by_source {
+        let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        out!("  {level:<12} {}", parts.join(", "));
+    }
+    out!("gloss cache: {} ({} bytes)", g.cache_path, g.cache_bytes);
+}
+
+fn print_summary(s: &IndexSummary) {
+    let c = &s.counts;
+    let stats = &s.parse;
     let share = |a: u32, b: u32| {
         if b == 0 {
             0.0
@@ -287,8 +286,8 @@ fn print_summary(
     out!(
         "indexed {} files into {} in {:.2} s",
         c.files,
-        out.display(),
-        secs
+        s.out,
+        s.seconds
     );
     out!("entities: {}", c.entities);
     for k in EntityKind::ALL {
@@ -296,12 +295,7 @@ fn print_summary(
             out!("  {:<12} {n}", k.as_str());
         }
     }
-    let templates = data
-        .entities
-        .iter()
-        .filter(|e| e.template_params.is_some())
-        .count();
-    out!("  (templates among them: {templates})");
+    out!("  (templates among them: {})", s.templates);
     out!("edges: {}", c.edges);
     for k in EdgeKind::ALL {
         if let Some(n) = c.edges_by_kind.get(k.as_str()) {
@@ -319,5 +313,27 @@ fn print_summary(
         share(stats.functions_in_error_raw, stats.functions_raw),
         stats.neutralised_macros
     );
-    out!("warnings: {warnings}");
+    out!("warnings: {}", s.warnings);
+    match &s.embeddings {
+        Some(e) => out!(
+            "embeddings: {} computed, {} reused ({} {}, dimension {}, {}); {:.1} s embedding ({:.1} chunks/s), {:.1} s prompts, {:.1} s HNSW; HNSW recall@10 {:.4} on {} queries",
+            e.computed,
+            e.reused,
+            e.model_id,
+            e.backend,
+            e.dimension,
+            e.quantization,
+            e.embed_seconds,
+            e.chunks_per_second(),
+            e.prompt_seconds,
+            e.hnsw_seconds,
+            e.hnsw_recall_at_10,
+            e.hnsw_recall_queries
+        ),
+        None => out!("embeddings: none (embedding disabled)"),
+    }
+    match &s.glosses {
+        Some(g) => print_glosses(g),
+        None => out!("glosses: structural"),
+    }
 }

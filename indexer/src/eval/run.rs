@@ -1,0 +1,359 @@
+//! The evaluation harness: every question retrieved through core exactly
+//! as `codegloss query` does, scored against its gold files; the nuggets
+//! its answer context holds (the pipeline's and the `bm25-files` top 3
+//! within the same budget); with an answer context chosen, the answer of
+//! the `[answer]` model, resumable from an earlier report; and the
+//! `bm25-files` baseline in the same run. It returns an [`EvalReport`] and
+//! prints nothing: the CLI prints it, and an [`EvalObserver`] sees the
+//! progress and the checkpoints.
+
+use std::path::Path;
+use std::time::Instant;
+
+use codegloss_core::answer::RETRIEVAL_ANSWER_V2;
+use codegloss_core::answer::{build_context, check_citations, file_context, Context};
+use codegloss_core::report::{
+    answer_summary, metrics, nugget_summary, p50_p95, score, BaselineReport, ContextNuggets,
+    EvalReport, Latency, QuestionRow, Scores, SupportRecord,
+};
+use codegloss_core::retrieve::{
+    self, baseline::FileBaseline, Corpus, Retrieval, RetrievalSettings,
+};
+
+use super::{nugget_present, nugget_recall, Question};
+use crate::embed::Embedder;
+use crate::error::IndexError;
+use crate::{llm, Config};
+
+/// The context an answer model gets in an answer run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerContext {
+    /// The pipeline's numbered, budgeted context.
+    Pipeline,
+    /// The top 3 files of the BM25 file baseline, cut to the same budget.
+    Bm25Files,
+}
+
+impl AnswerContext {
+    /// The name recorded per answer (and used on the command line).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerContext::Pipeline => "pipeline",
+            AnswerContext::Bm25Files => "bm25-files",
+        }
+    }
+}
+
+/// What one evaluation runs.
+pub struct EvalOptions<'a> {
+    /// The questions, already filtered (by split).
+    pub questions: &'a [Question],
+    /// The text asked of each question (its `question` or another field).
+    pub texts: &'a [String],
+    /// The retrieval settings.
+    pub settings: &'a RetrievalSettings,
+    /// `[answer]` settings (budget, model) and the rest of the configuration.
+    pub config: &'a Config,
+    /// Also compute the `bm25-files` baseline (top 10 files).
+    pub baseline: bool,
+    /// Answer every question from this context.
+    pub answer: Option<AnswerContext>,
+    /// An earlier report whose answers are kept (rows with an answer).
+    pub resume: Option<EvalReport>,
+    /// Write each question's answer contexts into this folder.
+    pub contexts: Option<&'a Path>,
+}
+
+/// Sees an evaluation as it runs.
+pub trait EvalObserver {
+    /// One more question is done.
+    fn question_done(&mut self, done: usize, total: usize);
+    /// Something worth telling (a resumed run, a failed answer).
+    fn note(&mut self, message: &str);
+    /// In an answer run, the report so far after each question, to be kept
+    /// so that an interrupted run resumes.
+    fn checkpoint(&mut self, partial: &EvalReport) -> Result<(), IndexError>;
+}
+
+fn eval_error(message: String) -> IndexError {
+    IndexError::Eval { message }
+}
+
+/// Write one answer context to `dir` for inspection, headed by the
+/// question and the nuggets it lacks.
+fn write_context_dump(
+    dir: &Path,
+    q: &Question,
+    text: &str,
+    kind: AnswerContext,
+    ctx: &Context,
+) -> Result<(), IndexError> {
+    std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+    let mut head = format!("question: {text}\ncategory: {}\n", q.category);
+    for n in &q.nuggets {
+        if !nugget_present(&ctx.text, n)? {
+            head.push_str(&format!("missing nugget: {}\n", n.fact));
+        }
+    }
+    head.push_str(&format!("tokens: {}\n\n", ctx.tokens));
+    let path = dir.join(format!("{}.{}.txt", q.id, kind.as_str()));
+    std::fs::write(&path, head + &ctx.text).map_err(|e| IndexError::io(&path, e))
+}
+
+/// The distinct files of a context, in order.
+fn context_files(ctx: &Context) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for c in &ctx.chunks {
+        if !v.contains(&c.path) {
+            v.push(c.path.clone());
+        }
+    }
+    v
+}
+
+/// Evaluate every question of `opts` on `corpus`; dense search when an
+/// embedder is given.
+pub fn run(
+    corpus: &Corpus,
+    mut embedder: Option<&mut Embedder>,
+    opts: &EvalOptions<'_>,
+    observer: &mut dyn EvalObserver,
+) -> Result<EvalReport, IndexError> {
+    let cfg = opts.config;
+    // Answers already written by an interrupted run are kept.
+    let done: std::collections::BTreeMap<&str, &QuestionRow> = match (&opts.answer, &opts.resume) {
+        (Some(_), Some(prev)) => prev
+            .questions
+            .iter()
+            .filter(|q| q.answer.is_some())
+            .map(|q| (q.id.as_str(), q))
+            .collect(),
+        _ => Default::default(),
+    };
+    if !done.is_empty() {
+        observer.note(&format!(
+            "resuming: {} answers already in the file",
+            done.len()
+        ));
+    }
+    let count_tokens = llm::token_counter(&cfg.answer)?;
+    let files_baseline = FileBaseline::new(corpus);
+    // The context an answer model would get: the pipeline's, or the top 3
+    // files of the BM25 file baseline, within the same budget.
+    let make_context = |kind: AnswerContext, text: &str, r: &Retrieval| match kind {
+        AnswerContext::Bm25Files => {
+            let top: Vec<&str> = files_baseline.rank(text).into_iter().take(3).collect();
+            file_context(corpus, &top, cfg.answer.context_tokens, &*count_tokens)
+        }
+        AnswerContext::Pipeline => {
+            build_context(corpus, r, cfg.answer.context_tokens, &*count_tokens)
+        }
+    };
+    let mut context_nuggets = Vec::new();
+    let mut baseline_context_nuggets = Vec::new();
+    let mut scores: Vec<Scores> = Vec::new();
+    let mut rows: Vec<QuestionRow> = Vec::new();
+    let mut nugget_rows = Vec::new();
+    let mut latencies = Vec::new();
+    let total = opts.questions.len();
+    for (q, text) in opts.questions.iter().zip(opts.texts) {
+        let qv = match embedder.as_deref_mut() {
+            Some(e) => Some(e.embed_query(text)?),
+            None => None,
+        };
+        let t = Instant::now();
+        let r = retrieve::retrieve(corpus, text, qv.as_deref(), opts.settings)
+            .map_err(|e| eval_error(format!("question {}: {e}", q.id)))?;
+        let latency_ms = t.elapsed().as_secs_f64() * 1000.0;
+        latencies.push(latency_ms);
+        let files = r.files(corpus);
+        let tokens = r.context_tokens(corpus);
+        scores.push(score(&files, &q.gold_files, tokens));
+        let mut row = QuestionRow {
+            id: q.id.clone(),
+            category: q.category.clone(),
+            question: text.clone(),
+            intent: r.route.intent.as_str().to_string(),
+            files: files.iter().map(|f| f.to_string()).collect(),
+            gold_files: q.gold_files.clone(),
+            context_tokens: tokens,
+            chunks: r
+                .chunks
+                .iter()
+                .map(|c| (c.chunk, c.role.as_str().to_string()))
+                .collect(),
+            latency_ms,
+            ..QuestionRow::default()
+        };
+        if !q.nuggets.is_empty() {
+            // How many nuggets the context itself contains: the most an
+            // answer model could state from it.
+            for (kind, into) in [
+                (AnswerContext::Pipeline, &mut context_nuggets),
+                (AnswerContext::Bm25Files, &mut baseline_context_nuggets),
+            ] {
+                let ctx = make_context(kind, text, &r);
+                into.push((q.category.clone(), nugget_recall(&ctx.text, &q.nuggets)?));
+                if let Some(dir) = opts.contexts {
+                    write_context_dump(dir, q, text, kind, &ctx)?;
+                }
+            }
+        }
+        if let Some(kind) = opts.answer {
+            answer_question(
+                &mut row,
+                q,
+                text,
+                kind,
+                &make_context(kind, text, &r),
+                &done,
+                cfg,
+                observer,
+            )?;
+            nugget_rows.push((q.category.clone(), row.nugget_recall));
+        }
+        rows.push(row);
+        if opts.answer.is_some() {
+            // Progress after every question, so that an interrupted run resumes.
+            observer.checkpoint(&EvalReport {
+                run_complete: false,
+                questions: rows.clone(),
+                ..EvalReport::default()
+            })?;
+        }
+        observer.question_done(rows.len(), total);
+    }
+    let categories = || opts.questions.iter().map(|q| q.category.as_str());
+    let mut m = metrics(categories(), &scores);
+    if !context_nuggets.is_empty() {
+        m.context_nugget_recall = Some(ContextNuggets {
+            pipeline: nugget_summary(&context_nuggets),
+            bm25_files_top3: nugget_summary(&baseline_context_nuggets),
+        });
+    }
+    if opts.answer.is_some() {
+        m.set_nugget_recall(&nugget_summary(&nugget_rows));
+        m.answers = Some(answer_summary(&rows));
+    }
+    let (p50, p95) = p50_p95(&latencies);
+    let baseline = opts.baseline.then(|| {
+        let bs: Vec<Scores> = opts
+            .questions
+            .iter()
+            .zip(opts.texts)
+            .map(|(q, text)| {
+                let top: Vec<&str> = files_baseline.rank(text).into_iter().take(10).collect();
+                score(&top, &q.gold_files, 0)
+            })
+            .collect();
+        BaselineReport {
+            name: "bm25-files".into(),
+            metrics: metrics(categories(), &bs),
+        }
+    });
+    Ok(EvalReport {
+        run_complete: true,
+        metrics: Some(m),
+        questions: rows,
+        latency_ms: Some(Latency { p50, p95 }),
+        baseline,
+    })
+}
+
+/// Answer one question into its row, or keep the answer an earlier run
+/// recorded. The context is deterministic: a kept answer gets the same one
+/// back, so its citations are checked again, not trusted.
+#[allow(clippy::too_many_arguments)]
+fn answer_question(
+    row: &mut QuestionRow,
+    q: &Question,
+    text: &str,
+    kind: AnswerContext,
+    ctx: &Context,
+    done: &std::collections::BTreeMap<&str, &QuestionRow>,
+    cfg: &Config,
+    observer: &mut dyn EvalObserver,
+) -> Result<(), IndexError> {
+    let record = |row: &mut QuestionRow, answer: &str| {
+        let report = check_citations(answer, ctx);
+        row.citations = Some(report.citations);
+        row.cited_sentence_share = Some(report.cited_share);
+        row.support = Some(SupportRecord::from(
+            &codegloss_core::support::check_support(answer, text, ctx),
+        ));
+    };
+    if let Some(prev) = done.get(q.id.as_str()) {
+        // Every recorded answer field comes back; retrieval fields are fresh.
+        *row = QuestionRow {
+            id: row.id.clone(),
+            category: row.category.clone(),
+            question: row.question.clone(),
+            intent: row.intent.clone(),
+            files: std::mem::take(&mut row.files),
+            gold_files: std::mem::take(&mut row.gold_files),
+            context_tokens: row.context_tokens,
+            chunks: std::mem::take(&mut row.chunks),
+            latency_ms: row.latency_ms,
+            ..(*prev).clone()
+        };
+        if let Some(a) = prev.answer.as_deref() {
+            record(row, a);
+        }
+        return Ok(());
+    }
+    let messages = RETRIEVAL_ANSWER_V2.render(text, ctx);
+    let t = Instant::now();
+    // Batch answers need no streaming, and plain responses carry token
+    // usage (llama-cpp-python sends none in streams).
+    let plain = llm::AnswerConfig {
+        stream: false,
+        ..cfg.answer.clone()
+    };
+    match llm::chat(&plain, &messages, &mut |_| {}) {
+        Ok(a) => {
+            record(row, &a.text);
+            row.nugget_recall = nugget_recall(&a.text, &q.nuggets)?;
+            row.answer = Some(a.text);
+            row.prompt_tokens = a.prompt_tokens;
+            row.completion_tokens = a.completion_tokens;
+        }
+        Err(e) => {
+            row.error = Some(e.to_string());
+            observer.note(&format!("{}: {e}", q.id));
+        }
+    }
+    row.context_files = Some(context_files(ctx));
+    row.latency_seconds = Some(t.elapsed().as_secs_f64());
+    row.model = Some(cfg.answer.model.clone());
+    row.prompt_signature = Some(RETRIEVAL_ANSWER_V2.signature());
+    row.answer_context = Some(kind.as_str().to_string());
+    Ok(())
+}
+
+/// Score the answers of an earlier report against the nuggets of
+/// `questions`: each row's nugget recall, and the report's answer summary
+/// and nugget recall when it has metrics. Returns the nugget summary.
+pub fn score_answers(
+    questions: &[Question],
+    report: &mut EvalReport,
+) -> Result<codegloss_core::report::NuggetSummary, IndexError> {
+    let mut rows = Vec::new();
+    for item in &mut report.questions {
+        let Some(q) = questions.iter().find(|q| q.id == item.id) else {
+            continue;
+        };
+        let Some(a) = item.answer.as_deref() else {
+            continue;
+        };
+        let nr = nugget_recall(a, &q.nuggets)?;
+        item.nugget_recall = nr;
+        rows.push((q.category.clone(), nr));
+    }
+    let ns = nugget_summary(&rows);
+    let summary = answer_summary(&report.questions);
+    if let Some(m) = report.metrics.as_mut() {
+        m.answers = Some(summary);
+        m.set_nugget_recall(&ns);
+    }
+    Ok(ns)
+}
