@@ -206,7 +206,7 @@ export class AnswerPanel {
     revealBidi(this.text); // the model's bidi controls too
   }
 
-  /** The answer ended (`state` 'done' or 'error', with the error's `message`); its text is rendered. */
+  /** The answer ended (`state` 'done' or 'error', with the error's `message`), its text rendered: the rest of the panel. */
   finish(answer, state, message) {
     setText(this.meta, answer.model ? `from ${short(answer.model)}` : '');
     if (state === 'error') {
