@@ -1,16 +1,21 @@
-// answer-view.js: the content of the widget's answer panel, for widget.js.
+// answer-view.js: the widget's answer panel, for widget.js.
 //
 // Why it exists: the answer text comes from a model, so it is turned into
 // elements here, as text only (dom.js): fenced and inline code as code,
 // **bold**, and `[n]` as links to the evidence cards (struck out where no
 // card backs them), plus the "Check" list (sentences the evidence does
-// not back, names no card shows) and the cited sources. Kept apart from
-// widget.js, which owns the panel's state and streaming.
+// not back, names no card shows), the cited sources, and the panel itself
+// (its states while the answer streams, its error with a hint when the
+// browser was not let through). Kept apart from widget.js, which owns the
+// answer's state (which question, which cards) and the worker.
 
-import { PATH_MAX, h, inlineCode, location, short } from './dom.js';
+import { revealBidi } from './bidi.js';
+import { PATH_MAX, h, inlineCode, location, setText, short } from './dom.js';
 
 /** `[3]` or `[1, 4]`: the citation forms the answer prompt asks for. */
 const CITATION = /\[(\s*\d+\s*(?:,\s*\d+\s*)*)\]/g;
+/** An answer error that means the browser was not allowed to call the server. */
+const REFUSED = /OLLAMA_ORIGINS|CORS|refused|Failed to fetch/i;
 
 /**
  * The answer text as nodes. `answer`: {text, state, cards: Map n -> card,
@@ -120,4 +125,116 @@ export function sourceNodes(answer) {
       ),
     ),
   ];
+}
+
+/**
+ * The answer panel (`el`, hidden until the first question). `current()`
+ * returns the answer on screen, `{text, state, model, cards, invalid,
+ * citations, support}`, or null; the widget changes it, the panel shows it.
+ */
+export class AnswerPanel {
+  #current;
+  #renderQueued = false;
+
+  constructor(current) {
+    this.#current = current;
+    this.text = h('div', { class: 'cg-answer-text', 'data-testid': 'cg-answer-text' });
+    this.error = h('div', { class: 'cg-answer-error', 'data-testid': 'cg-answer-error', hidden: true });
+    this.el = h(
+      'section',
+      {
+        class: 'cg-answer',
+        'aria-live': 'polite',
+        'aria-labelledby': 'cg-answer-heading',
+        'data-testid': 'cg-answer',
+        hidden: true,
+      },
+      h(
+        'div',
+        { class: 'cg-answer-head' },
+        h('h2', { id: 'cg-answer-heading', class: 'cg-heading' }, 'Answer'),
+        h('span', { class: 'cg-answer-meta' }),
+      ),
+      this.text,
+      this.error,
+      h('div', { class: 'cg-support', 'data-testid': 'cg-support', hidden: true }),
+      h('div', { class: 'cg-sources', hidden: true }),
+    );
+    this.meta = this.el.querySelector('.cg-answer-meta');
+    this.sources = this.el.querySelector('.cg-sources');
+    this.support = this.el.querySelector('.cg-support');
+  }
+
+  /** A new question: the panel shows that evidence is being found. */
+  start() {
+    const el = this.el;
+    el.hidden = false;
+    el.dataset.state = 'pending';
+    el.setAttribute('aria-busy', 'true');
+    setText(this.meta, 'Finding evidence…');
+    this.text.replaceChildren();
+    this.error.hidden = true;
+    this.error.replaceChildren();
+    this.sources.hidden = true;
+    this.support.hidden = true;
+    this.support.replaceChildren();
+    this.sources.replaceChildren();
+  }
+
+  /** The model started answering (`signature`: the prompt's, shown on hover). */
+  streaming(model, signature) {
+    this.el.dataset.state = 'streaming';
+    setText(this.meta, model ? `from ${short(model)}…` : 'Answering…');
+    if (signature) this.meta.title = `prompt ${signature}`;
+  }
+
+  /** Render the answer text at the next frame (once, however many deltas come before it). */
+  queueRender() {
+    if (this.#renderQueued) return;
+    this.#renderQueued = true;
+    requestAnimationFrame(() => {
+      this.#renderQueued = false;
+      this.render();
+    });
+  }
+
+  /** Render the answer text: fenced and inline code as code, `[n]` as links to cards. */
+  render() {
+    const answer = this.#current();
+    if (!answer) return;
+    this.text.replaceChildren(...answerNodes(answer));
+    revealBidi(this.text); // the model's bidi controls too
+  }
+
+  /** The answer ended (`state` 'done' or 'error', with the error's `message`), its text rendered: the rest of the panel. */
+  finish(answer, state, message) {
+    setText(this.meta, answer.model ? `from ${short(answer.model)}` : '');
+    if (state === 'error') {
+      const hint = REFUSED.test(message)
+        ? h(
+            'p',
+            { class: 'cg-hint' },
+            'If the server is running, it may not allow this page to call it. For Ollama, start it with ',
+            h('code', {}, `OLLAMA_ORIGINS=${origin()} ollama serve`),
+            ' so that the browser may call it.',
+          )
+        : null;
+      this.error.replaceChildren(h('p', { class: 'cg-error-message' }, message), ...(hint ? [hint] : []));
+      this.error.hidden = false;
+    } else {
+      // The cited cards, in citation order; then what the evidence does not back.
+      const sources = sourceNodes(answer);
+      this.sources.hidden = sources.length === 0;
+      this.sources.replaceChildren(...sources);
+      const support = supportNodes(answer);
+      this.support.hidden = support.length === 0;
+      this.support.replaceChildren(...support);
+    }
+    this.el.dataset.state = state;
+    this.el.setAttribute('aria-busy', 'false');
+  }
+}
+
+function origin() {
+  return window.location.origin && window.location.origin !== 'null' ? window.location.origin : '*';
 }

@@ -113,3 +113,11 @@ export function inlineCode(text, plain = (piece) => [piece]) {
 export function clause(message) {
   return String(message ?? '').trim().replace(/[.\s]+$/, '');
 }
+
+/** Whether keys pressed in `node` are typing (a text field, an editable element). */
+export function isTypingTarget(node) {
+  return (
+    node instanceof Element &&
+    (node.isContentEditable || node.matches('input, textarea, select, [role="textbox"]'))
+  );
+}

@@ -3,7 +3,8 @@
 // WebAssembly), fetches the index manifest and shards (immutable shards go
 // through the Cache API), runs searches, builds the answer prompt and
 // streams the answer from the configured OpenAI-compatible endpoint.
-// The protocol with the widget is documented in site/README.md.
+// The protocol with the widget is documented in site/README.md; its
+// message names are in protocol.js, which the widget imports too.
 //
 // Every file the manifest names is checked against its size and sha256
 // before it is cached or used, so a damaged copy never stays in a reader's
@@ -11,6 +12,7 @@
 
 import init, { Engine, searchShard, chatCompletion } from './pkg/codegloss_wasm.js';
 import { endpointRefusal } from './policy.js';
+import { FROM_WORKER, SEMANTIC, TO_WORKER } from './protocol.js';
 
 const ANSWER_BUDGET_TOKENS = 3000;
 const ANSWER_TEMPERATURE = 0.1;
@@ -66,7 +68,7 @@ function forReader(e) {
 self.addEventListener('securitypolicyviolation', (e) => {
   violations.push({ blocked: e.blockedURI, directive: e.effectiveDirective, policy: e.originalPolicy, at: performance.now() });
   if (violations.length > 16) violations.shift();
-  post({ type: 'policy-violation', directive: e.effectiveDirective, blocked: e.blockedURI });
+  post({ type: FROM_WORKER.policyViolation, directive: e.effectiveDirective, blocked: e.blockedURI });
 });
 
 async function sha256Hex(bytes) {
@@ -142,8 +144,8 @@ async function open(indexUrl) {
   engine = new Engine(manifestText, search, '{}');
   const info = JSON.parse(engine.info());
   const why = semanticUnavailable(info);
-  post({ type: 'ready', info: { ...info, semantic: why ? 'off' : 'pending', semantic_message: why || '' } });
-  if (why) post({ type: 'semantic', state: 'off', message: why });
+  post({ type: FROM_WORKER.ready, info: { ...info, semantic: why ? SEMANTIC.off : SEMANTIC.pending, semantic_message: why || '' } });
+  if (why) post({ type: FROM_WORKER.semantic, state: SEMANTIC.off, message: why });
 }
 
 function semanticUnavailable(info) {
@@ -164,7 +166,7 @@ async function modelFile(info, role) {
 async function loadSemantic() {
   const info = JSON.parse(engine.info());
   if (semanticUnavailable(info)) return;
-  post({ type: 'semantic', state: 'loading', message: 'loading the embedding model' });
+  post({ type: FROM_WORKER.semantic, state: SEMANTIC.loading, message: 'loading the embedding model' });
   let binary = null;
   try {
     const ortUrl = new URL('./ort/ort.wasm.min.mjs', import.meta.url).href;
@@ -190,14 +192,14 @@ async function loadSemantic() {
     const preferred = ['last_hidden_state', 'token_embeddings', 'sentence_embedding'];
     const output = preferred.find((n) => session.outputNames.includes(n)) || session.outputNames[0];
     semantic = { ort, session, encoder, output };
-    post({ type: 'semantic', state: 'on', message: `${info.embedding.model_id} in the browser` });
+    post({ type: FROM_WORKER.semantic, state: SEMANTIC.on, message: `${info.embedding.model_id} in the browser` });
   } catch (e) {
     semantic = null;
     // The runtime's binary has no hash in the manifest: a broken cached copy
     // must not outlive this page.
     if (binary && self.caches) await self.caches.open(SHARD_CACHE).then((c) => c.delete(binary)).catch(() => {});
     const m = e instanceof Damaged ? `${e.message} (${e.detail})` : message(e);
-    post({ type: 'semantic', state: 'off', message: `the embedding model did not load: ${m}` });
+    post({ type: FROM_WORKER.semantic, state: SEMANTIC.off, message: `the embedding model did not load: ${m}` });
   }
 }
 
@@ -264,12 +266,12 @@ async function handleSearch(id, query) {
   lastSearch = { id, chunks };
   const complete = result.missing.length === 0;
   post({
-    type: 'results', id, query, semantic: result.semantic, cards: JSON.parse(engine.cards()), text: complete,
+    type: FROM_WORKER.results, id, query, semantic: result.semantic, cards: JSON.parse(engine.cards()), text: complete,
     stats: { ms: performance.now() - started, embed_ms: embedMs, search_ms: searchMs, bytes: bytesFetched - before },
     ranked: result.chunks, files: result.files,
   });
   if (!complete && (await loadText(chunks.slice(0, CARDS_WITH_TEXT))) > 0) {
-    post({ type: 'texts', id, cards: JSON.parse(engine.cards()), stats: { ms: performance.now() - started, bytes: bytesFetched - before } });
+    post({ type: FROM_WORKER.texts, id, cards: JSON.parse(engine.cards()), stats: { ms: performance.now() - started, bytes: bytesFetched - before } });
   }
   // The embedding model loads after the first keyword results are shown.
   if (semanticMode === 'auto') startSemantic();
@@ -282,7 +284,7 @@ async function handleText(id) {
   if (!lastSearch || lastSearch.id !== id) return;
   const before = bytesFetched;
   await loadText(lastSearch.chunks);
-  post({ type: 'texts', id, all: true, cards: JSON.parse(engine.cards()), stats: { bytes: bytesFetched - before } });
+  post({ type: FROM_WORKER.texts, id, all: true, cards: JSON.parse(engine.cards()), stats: { bytes: bytesFetched - before } });
 }
 
 async function handleAsk(id, query, settings) {
@@ -301,7 +303,7 @@ async function handleAsk(id, query, settings) {
   if (!endpoint) throw Object.assign(new Error('no answer endpoint is set (open the settings)'), { answer: true });
   const refused = endpointRefusal(endpoint, policies, self.location.href);
   if (refused) throw Object.assign(new Error(refused), { answer: true });
-  post({ type: 'answer-start', id, model, prompt_signature: prompt.prompt_signature });
+  post({ type: FROM_WORKER.answerStart, id, model, prompt_signature: prompt.prompt_signature });
   let reply;
   const cancel = new AbortController();
   answering.set(id, cancel);
@@ -310,7 +312,7 @@ async function handleAsk(id, query, settings) {
     reply = JSON.parse(await chatCompletion(
       endpoint, model, settings.apiKey || undefined, JSON.stringify(prompt.messages),
       ANSWER_TEMPERATURE, ANSWER_MAX_TOKENS, ANSWER_TIMEOUT_MS, true,
-      (text) => post({ type: 'answer-delta', id, text }),
+      (text) => post({ type: FROM_WORKER.answerDelta, id, text }),
       cancel.signal,
     ));
   } catch (e) {
@@ -320,7 +322,7 @@ async function handleAsk(id, query, settings) {
   }
   const checked = JSON.parse(Engine.citations(reply.text, query, JSON.stringify(prompt.context)));
   post({
-    type: 'answer-done', id, text: reply.text, citations: checked.citations, invalid: checked.invalid,
+    type: FROM_WORKER.answerDone, id, text: reply.text, citations: checked.citations, invalid: checked.invalid,
     cited_share: checked.cited_share, support: checked.support, prompt_tokens: reply.prompt_tokens, completion_tokens: reply.completion_tokens,
   });
 }
@@ -342,12 +344,12 @@ let opened = null;
 self.onmessage = async (event) => {
   const msg = event.data || {};
   try {
-    if (msg.type === 'cancel') {
+    if (msg.type === TO_WORKER.cancel) {
       const c = answering.get(msg.id);
       if (c) c.abort();
       return;
     }
-    if (msg.type === 'init') {
+    if (msg.type === TO_WORKER.init) {
       if (msg.semantic === 'manual') semanticMode = 'manual';
       if (Array.isArray(msg.policies)) policies = msg.policies.map(String);
       opened = open(msg.index);
@@ -356,17 +358,17 @@ self.onmessage = async (event) => {
     }
     if (!opened) throw new Error('the worker was not initialised');
     await opened;
-    if (msg.type === 'search') {
+    if (msg.type === TO_WORKER.search) {
       await (chain = chain.then(() => handleSearch(msg.id, msg.query)));
-    } else if (msg.type === 'text') {
+    } else if (msg.type === TO_WORKER.text) {
       await (chain = chain.then(() => handleText(msg.id)));
-    } else if (msg.type === 'ask') {
+    } else if (msg.type === TO_WORKER.ask) {
       await handleAsk(msg.id, msg.query, msg.settings);
-    } else if (msg.type === 'semantic') {
+    } else if (msg.type === TO_WORKER.semantic) {
       // Load semantic search now (benchmarks and parity checks).
       await startSemantic();
-      post({ type: 'semantic-done', id: msg.id, on: semantic !== null });
-    } else if (msg.type === 'rank') {
+      post({ type: FROM_WORKER.semanticDone, id: msg.id, on: semantic !== null });
+    } else if (msg.type === TO_WORKER.rank) {
       // Parity and benchmarks: ranked context only, no text fetched;
       // `ms` is retrieval alone, `embed_ms` the query embedding.
       await (chain = chain.then(async () => {
@@ -374,13 +376,13 @@ self.onmessage = async (event) => {
         const vector = msg.semantic === false ? undefined : await embed(msg.query);
         const t1 = performance.now();
         const { result, ms } = await retrieveLoaded(msg.query, vector);
-        post({ type: 'ranked', id: msg.id, ms, total_ms: performance.now() - t1, embed_ms: t1 - t0, result });
+        post({ type: FROM_WORKER.ranked, id: msg.id, ms, total_ms: performance.now() - t1, embed_ms: t1 - t0, result });
       }));
     }
   } catch (err) {
     const e = forReader(err);
-    if (e && e.answer) post({ type: 'answer-error', id: msg.id, message: message(e) });
-    else post({ type: 'error', id: msg.id, message: message(e), detail: e instanceof Damaged ? e.detail : undefined });
+    if (e && e.answer) post({ type: FROM_WORKER.answerError, id: msg.id, message: message(e) });
+    else post({ type: FROM_WORKER.error, id: msg.id, message: message(e), detail: e instanceof Damaged ? e.detail : undefined });
     chain = Promise.resolve();
   }
 };

@@ -81,7 +81,7 @@ export async function watchPolicy(context, into = []) {
   return into;
 }
 
-// ------------------------------------------- widget checks (hardening.test.mjs)
+// ------------------------- widget checks (hardening.test.mjs, widget.test.mjs)
 
 export class CheckFailure extends Error {}
 

@@ -20,10 +20,9 @@
 // `FAIL <check>: <reason>` and exits 1. The last check asserts that the
 // site's Content-Security-Policy blocked nothing in all the others.
 
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
-import { watchPolicy } from './lib.mjs';
+import { CheckFailure, fail, launch, playwright, ready, until, watchPolicy } from './lib.mjs';
 
 const env = process.env;
 const SITE_URL = env.SITE_URL ?? '';
@@ -34,12 +33,6 @@ const SCREENSHOT_DIR = env.SCREENSHOT_DIR ?? '';
 const CHECK_TIMEOUT_MS = 60_000;
 const ANSWER_TIMEOUT_MS = 120_000;
 
-class CheckFailure extends Error {}
-
-function fail(message) {
-  throw new CheckFailure(message);
-}
-
 if (!SITE_URL) {
   console.error('FAIL setup: SITE_URL is not set (the served site, e.g. http://127.0.0.1:8700/)');
   process.exit(1);
@@ -48,9 +41,8 @@ if (!env.CODEGLOSS_NPM) {
   console.error('FAIL setup: CODEGLOSS_NPM is not set (a folder with node_modules/playwright-core)');
   process.exit(1);
 }
-let chromium;
 try {
-  ({ chromium } = createRequire(path.join(env.CODEGLOSS_NPM, 'package.json'))('playwright-core'));
+  playwright();
 } catch (err) {
   console.error(`FAIL setup: cannot load playwright-core from ${env.CODEGLOSS_NPM}: ${err.message}`);
   process.exit(1);
@@ -73,17 +65,6 @@ const sel = {
   model: '[data-testid="cg-model"]',
   key: '[data-testid="cg-key"]',
 };
-
-/** Poll `fn` in the page until it returns a truthy value; fail with `what` after `ms`. */
-async function until(page, what, fn, arg, ms = CHECK_TIMEOUT_MS) {
-  try {
-    const handle = await page.waitForFunction(fn, arg, { timeout: ms, polling: 50 });
-    return await handle.jsonValue();
-  } catch (err) {
-    if (err.name === 'TimeoutError' || /Timeout/.test(err.message)) fail(`timed out after ${ms / 1000} s waiting for ${what}`);
-    throw err;
-  }
-}
 
 /** State of the widget, read inside its shadow root. */
 function widgetState() {
@@ -125,14 +106,8 @@ async function waitForCards(page, query) {
 }
 
 async function waitForReady(page) {
-  await until(page, 'the status to say the index is ready', () => {
-    const root = document.querySelector('codegloss-search')?.shadowRoot;
-    const status = root?.querySelector('[data-testid="cg-status"]')?.textContent ?? '';
-    const alert = root?.querySelector('[role="alert"]')?.textContent ?? '';
-    return /ready/i.test(status) || alert !== '';
-  });
-  const s = await state(page);
-  if (s.alert) fail(`the index did not load: ${s.alert}`);
+  const alert = await ready(page);
+  if (alert) fail(`the index did not load: ${alert}`);
 }
 
 async function screenshot(page, name) {
@@ -164,19 +139,7 @@ function watch(page, label) {
   page.setDefaultTimeout(CHECK_TIMEOUT_MS);
 }
 
-const browser = await chromium.launch({
-  executablePath: env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launch();
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 const policyViolations = await watchPolicy(context);
 const page = await context.newPage();
