@@ -17,7 +17,7 @@ use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::vectors::HnswParams;
 use codegloss_core::web::{build_site_index, WebManifest};
 use codegloss_core::{DataKind, IndexData, Manifest, VectorIndex};
-use codegloss_indexer::{ingest::build, store, embed::vectorize, Config};
+use codegloss_indexer::{embed::vectorize, ingest::build, store, Config};
 
 /// Dimension of the fixture's vectors.
 pub const DIM: usize = 8;

@@ -68,6 +68,24 @@ fn run<T>(input_bytes: usize, f: impl FnOnce(&'static fixture::Fixture) -> T) ->
     out
 }
 
+/// [`run`] for the targets whose input is text: input that is not UTF-8
+/// is skipped (the readers take `&str`).
+fn run_text(input: &[u8], f: impl FnOnce(&str, &'static fixture::Fixture)) {
+    if let Ok(text) = std::str::from_utf8(input) {
+        run(input.len(), |fx| f(text, fx));
+    }
+}
+
+/// The data file kinds, in the order a target input's first byte selects.
+pub const DATA_KINDS: [DataKind; 6] = [
+    DataKind::Files,
+    DataKind::Entities,
+    DataKind::Chunks,
+    DataKind::Graph,
+    DataKind::Lexical,
+    DataKind::Vectors,
+];
+
 /// SHA-256 as bytes (the data file header stores it raw).
 fn sha256(bytes: &[u8]) -> Vec<u8> {
     let hex = codegloss_core::format::sha256_hex(bytes);
@@ -193,15 +211,7 @@ pub fn index_data(input: &[u8]) {
     let Some((&sel, rest)) = input.split_first() else {
         return;
     };
-    let kinds = [
-        DataKind::Files,
-        DataKind::Entities,
-        DataKind::Chunks,
-        DataKind::Graph,
-        DataKind::Lexical,
-        DataKind::Vectors,
-    ];
-    let kind = kinds[usize::from(sel & 0x7f) % kinds.len()];
+    let kind = DATA_KINDS[usize::from(sel & 0x7f) % DATA_KINDS.len()];
     let bytes = if sel & 0x80 != 0 {
         rest.to_vec()
     } else {
@@ -249,10 +259,7 @@ pub fn index_data(input: &[u8]) {
 
 /// The `index_manifest` target.
 pub fn index_manifest(input: &[u8]) {
-    let Ok(text) = std::str::from_utf8(input) else {
-        return;
-    };
-    run(input.len(), |fx| {
+    run_text(input, |text, fx| {
         let Ok(manifest) = Manifest::from_json(text) else {
             return;
         };
@@ -417,10 +424,7 @@ pub fn web_shard(input: &[u8]) {
 
 /// The `config` target.
 pub fn config(input: &[u8]) {
-    let Ok(text) = std::str::from_utf8(input) else {
-        return;
-    };
-    run(input.len(), |fx| {
+    run_text(input, |text, fx| {
         let Ok(cfg) = Config::parse(text) else {
             return;
         };
@@ -491,8 +495,10 @@ pub fn cpp(input: &[u8]) {
     };
     let text = file_text(rest);
     run(input.len(), |_| {
-        let mut cfg = ParseConfig::default();
-        cfg.generic_caps_rule = sel & 1 != 0;
+        let mut cfg = ParseConfig {
+            generic_caps_rule: sel & 1 != 0,
+            ..ParseConfig::default()
+        };
         if sel & 2 != 0 {
             // Macro settings of the kind a configuration gives.
             cfg.attribute_macros.push("API_*".into());

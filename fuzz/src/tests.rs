@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 
+/// A fuzz target's harness.
+type Harness = fn(&[u8]);
+
 /// Every target with its harness.
-const TARGETS: [(&str, fn(&[u8])); 8] = [
+const TARGETS: [(&str, Harness); 8] = [
     ("index_data", index_data),
     ("index_manifest", index_manifest),
     ("web_manifest", web_manifest),
@@ -59,15 +62,7 @@ fn with(sel: &[u8], payload: &[u8]) -> Vec<u8> {
 fn write_seeds() {
     let fx = fixture::get();
     let mut s = Vec::new();
-    let kinds = [
-        DataKind::Files,
-        DataKind::Entities,
-        DataKind::Chunks,
-        DataKind::Graph,
-        DataKind::Lexical,
-        DataKind::Vectors,
-    ];
-    for (i, k) in kinds.iter().enumerate() {
+    for (i, k) in crate::DATA_KINDS.iter().enumerate() {
         let file = &fx.files[k];
         s.push(with(&[i as u8], &file[56..]));
         s.push(with(&[i as u8 | 0x80], file));

@@ -316,6 +316,18 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ]))?;
+    // The fuzz crate is a workspace of its own: `--all` does not reach it.
+    run(cargo().args(["fmt", "--check", "--manifest-path", "fuzz/Cargo.toml"]))?;
+    run(cargo().args([
+        "clippy",
+        "--manifest-path",
+        "fuzz/Cargo.toml",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     // The site tests run the widget in Debian's headless Chromium.
     let assets = site::assets(&root())?;
     let npm = site::browser_test_deps()?;

@@ -159,20 +159,15 @@ fn print_entity(data: &IndexData, e: &Entity) {
     if !e.concepts.is_empty() {
         out!("  concepts: {}", e.concepts);
     }
-    for x in data.edges_from(e.id) {
+    let outgoing = data.edges_from(e.id).map(|x| ("->", x, x.to));
+    let incoming = data.edges_to(e.id).map(|x| ("<-", x, x.from));
+    for (arrow, x, other) in outgoing.chain(incoming) {
+        let other = &data.entities[other as usize];
         out!(
-            "  -> {} {} {}",
+            "  {arrow} {} {} {}",
             x.kind.as_str(),
-            data.entities[x.to as usize].kind.as_str(),
-            data.entities[x.to as usize].qualified_name
-        );
-    }
-    for x in data.edges_to(e.id) {
-        out!(
-            "  <- {} {} {}",
-            x.kind.as_str(),
-            data.entities[x.from as usize].kind.as_str(),
-            data.entities[x.from as usize].qualified_name
+            other.kind.as_str(),
+            other.qualified_name
         );
     }
     let chunks: Vec<_> = data.chunks_of(e.id).collect();

@@ -271,27 +271,20 @@ fn gloss_for(data: &IndexData, adj: &Adjacency, e: &Entity) -> String {
                     t.qualified_name,
                     location(data, t)
                 ));
-                let callers = adj.inc(t.id, EdgeKind::Calls);
-                let callees = adj.out(t.id, EdgeKind::Calls);
-                if !callers.is_empty() {
-                    parts.push(format!(
-                        "Called by {}.",
-                        list(callers.iter().map(|c| format!(
-                            "{} ({})",
-                            name_of(c),
-                            location(data, &data.entities[*c as usize])
-                        )))
-                    ));
-                }
-                if !callees.is_empty() {
-                    parts.push(format!(
-                        "Calls {}.",
-                        list(callees.iter().map(|c| format!(
-                            "{} ({})",
-                            name_of(c),
-                            location(data, &data.entities[*c as usize])
-                        )))
-                    ));
+                for (label, ids) in [
+                    ("Called by", adj.inc(t.id, EdgeKind::Calls)),
+                    ("Calls", adj.out(t.id, EdgeKind::Calls)),
+                ] {
+                    if !ids.is_empty() {
+                        parts.push(format!(
+                            "{label} {}.",
+                            list(ids.iter().map(|c| format!(
+                                "{} ({})",
+                                name_of(c),
+                                location(data, &data.entities[*c as usize])
+                            )))
+                        ));
+                    }
                 }
                 if let Some(d) = &t.doc_comment {
                     parts.push(first_paragraph(d));
