@@ -52,6 +52,10 @@ pub enum IndexError {
     /// The tree-sitter grammar could not be loaded (a build problem).
     #[error("cannot load the tree-sitter C++ grammar: {0}")]
     Grammar(String),
+    /// tree-sitter gave no syntax tree for one file's text. Not fatal: the
+    /// caller indexes the file as a file only, with a warning.
+    #[error("parser returned no tree")]
+    NoSyntaxTree,
     /// An embedding model file is missing, damaged or unusable.
     #[error("{path}: {message}")]
     Model {

@@ -123,6 +123,9 @@ pub fn build_index(
     progress: &ProgressBar,
 ) -> Result<BuildOutput, IndexError> {
     let walked = walk::walk(root, cfg)?;
+    if walked.files.iter().any(|f| f.language == Language::Cpp) {
+        cpp::check_grammar()?;
+    }
     let mut warnings = walked.warnings;
     progress.set_length(walked.files.len() as u64);
     progress.set_message("parsing");
