@@ -49,7 +49,6 @@ const FORBIDDEN_IN_CORE: &[&str] = &[
 /// Source files over 800 lines today, with the most lines each may have.
 /// Splitting them is issue 17's work; until then none may grow.
 const OVERSIZE: &[(&str, usize)] = &[
-    ("indexer/src/ingest/docs.rs", 1_180),
     ("indexer/src/explain/mod.rs", 1_148),
     ("core/src/retrieve/mod.rs", 1_084),
     ("core/src/web/mod.rs", 840),
