@@ -35,6 +35,13 @@ pub enum IndexError {
         /// What is wrong.
         message: String,
     },
+    /// Configuration text is invalid, before it is tied to a file
+    /// (`Config::parse`; `Config::load` reports [`IndexError::Config`]).
+    #[error("invalid configuration: {message}")]
+    ConfigText {
+        /// What is wrong (the TOML error gives its line and column).
+        message: String,
+    },
     /// The repository root is missing or not a directory.
     #[error("{path}: not a directory")]
     NotADirectory {
