@@ -22,7 +22,7 @@ mod names;
 mod quality;
 mod walker;
 
-use codegloss_core::{EntityKind, Param, ParseStats, Span};
+use codegloss_core::{EntityKind, Language, Param, ParseStats, Span};
 use tree_sitter::Parser;
 
 use crate::config::ParseConfig;
@@ -121,11 +121,15 @@ fn cpp_parser() -> Result<Parser, IndexError> {
     Ok(parser)
 }
 
-/// Check once, before any file is parsed, that the C++ grammar loads, so
+/// Check once, before any file is parsed, that the C++ grammar loads when
+/// there is C++ to parse (`languages`: those of the files to index), so
 /// that a broken build stops the run with one [`IndexError::Grammar`]
 /// instead of a warning per file.
-pub fn check_grammar() -> Result<(), IndexError> {
-    cpp_parser().map(drop)
+pub fn check_grammar(languages: impl IntoIterator<Item = Language>) -> Result<(), IndexError> {
+    if languages.into_iter().any(|l| l == Language::Cpp) {
+        cpp_parser()?;
+    }
+    Ok(())
 }
 
 /// Parse one C++ file.
@@ -175,6 +179,17 @@ mod tests {
 
     fn parse(src: &str) -> ParsedCpp {
         parse_cpp(src, &ParseConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn grammar_loads_and_a_lost_tree_keeps_its_warning_text() {
+        check_grammar([Language::Markdown, Language::Cpp]).unwrap();
+        check_grammar([]).unwrap();
+        // The build warns "C++ parse failed, indexed as a file only: {e}".
+        assert_eq!(
+            IndexError::NoSyntaxTree.to_string(),
+            "parser returned no tree"
+        );
     }
 
     #[test]
