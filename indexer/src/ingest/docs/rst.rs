@@ -119,46 +119,49 @@ pub(super) fn analyse_rst(lines: &Lines<'_>) -> Analysis {
             continue;
         }
         if after_break {
-            // Overline, title, underline.
-            if let Some((c, over)) = rst_adornment(lines.get(i)) {
-                if i + 2 < n && !atomic[i + 1] && !atomic[i + 2] && !lines.is_blank(i + 1) {
-                    let title = lines.get(i + 1).trim();
-                    let tlen = title.chars().count();
-                    if let Some((c2, under)) = rst_adornment(lines.get(i + 2)) {
-                        if c2 == c && over >= tlen && under >= tlen {
-                            headings.push(Heading {
-                                first: i,
-                                last: i + 2,
-                                level: level_of((c, true)),
-                                title: title.to_string(),
-                            });
-                            i += 3;
-                            after_break = true;
-                            continue;
-                        }
-                    }
-                }
-            } else if i + 1 < n && !atomic[i + 1] && indent_of(lines.get(i)) == 0 {
-                // Title, underline.
-                let title = lines.get(i).trim();
-                let tlen = title.chars().count();
-                if let Some((c, under)) = rst_adornment(lines.get(i + 1)) {
-                    if under >= tlen {
-                        headings.push(Heading {
-                            first: i,
-                            last: i + 1,
-                            level: level_of((c, false)),
-                            title: title.to_string(),
-                        });
-                        i += 2;
-                        after_break = true;
-                        continue;
-                    }
-                }
+            if let Some((last, style, title)) = rst_title(lines, &atomic, i) {
+                headings.push(Heading {
+                    first: i,
+                    last,
+                    level: level_of(style),
+                    title: title.to_string(),
+                });
+                i = last + 1;
+                after_break = true;
+                continue;
             }
         }
         after_break = false;
         i += 1;
     }
     Analysis { headings, atomic }
+}
+
+/// The title that starts at line `i` (after a break), outside the blocks:
+/// its last line, its style (adornment character, overlined) and its text.
+/// An overline and underline must match and be as long as the title; an
+/// underline alone must be as long and the title must start in column 1.
+fn rst_title<'a>(
+    lines: &Lines<'a>,
+    atomic: &[bool],
+    i: usize,
+) -> Option<(usize, (char, bool), &'a str)> {
+    let n = lines.len();
+    if let Some((c, over)) = rst_adornment(lines.get(i)) {
+        // Overline, title, underline.
+        if i + 2 < n && !atomic[i + 1] && !atomic[i + 2] && !lines.is_blank(i + 1) {
+            let title = lines.get(i + 1).trim();
+            let tlen = title.chars().count();
+            let (c2, under) = rst_adornment(lines.get(i + 2))?;
+            return (c2 == c && over >= tlen && under >= tlen).then_some((i + 2, (c, true), title));
+        }
+        return None;
+    }
+    if i + 1 < n && !atomic[i + 1] && indent_of(lines.get(i)) == 0 {
+        // Title, underline.
+        let title = lines.get(i).trim();
+        let (c, under) = rst_adornment(lines.get(i + 1))?;
+        return (under >= title.chars().count()).then_some((i + 1, (c, false), title));
+    }
+    None
 }
