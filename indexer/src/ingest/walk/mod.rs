@@ -184,8 +184,8 @@ pub fn walk(root: &Path, cfg: &Config) -> Result<Walked, IndexError> {
                 continue;
             }
         };
-        if size > cfg.files.max_file_bytes {
-            warnings.push(oversize_warning(rel_path, size, cfg.files.max_file_bytes));
+        if let Err(w) = within_limit(&rel_path, size, cfg.files.max_file_bytes) {
+            warnings.push(w);
             continue;
         }
         let scope = scope_of(&rel_path, source_type, &cfg.scopes);
@@ -269,16 +269,21 @@ fn error_path(err: &ignore::Error) -> Option<&Path> {
     }
 }
 
-fn oversize_warning(path: String, size: u64, limit: u64) -> Warning {
-    Warning {
-        path,
+/// `Ok` when `size` is within `files.max_file_bytes`; else the warning
+/// that skips the file at `path`.
+fn within_limit(path: &str, size: u64, limit: u64) -> Result<(), Warning> {
+    if size <= limit {
+        return Ok(());
+    }
+    Err(Warning {
+        path: path.to_string(),
         line: None,
         message: format!(
             "skipped: {} is over the {} limit (files.max_file_bytes)",
             human_size(size),
             human_size(limit)
         ),
-    }
+    })
 }
 
 /// `512 B`, `3.5 KiB`, `5.0 MiB`, `1.2 GiB`.
@@ -314,23 +319,11 @@ pub fn load(entry: &FileEntry, cfg: &FilesConfig) -> Result<Option<Loaded>, Warn
     let size = std::fs::metadata(&entry.abs_path)
         .map_err(|e| warn(format!("skipped: cannot read: {e}")))?
         .len();
-    if size > cfg.max_file_bytes {
-        return Err(oversize_warning(
-            entry.rel_path.clone(),
-            size,
-            cfg.max_file_bytes,
-        ));
-    }
+    within_limit(&entry.rel_path, size, cfg.max_file_bytes)?;
     let raw =
         std::fs::read(&entry.abs_path).map_err(|e| warn(format!("skipped: cannot read: {e}")))?;
     let bytes = raw.len() as u64;
-    if bytes > cfg.max_file_bytes {
-        return Err(oversize_warning(
-            entry.rel_path.clone(),
-            bytes,
-            cfg.max_file_bytes,
-        ));
-    }
+    within_limit(&entry.rel_path, bytes, cfg.max_file_bytes)?;
     if raw[..raw.len().min(BINARY_PROBE)].contains(&0) {
         return Err(warn(
             "skipped: binary file (NUL byte in the first 8 KiB)".to_string(),
