@@ -25,8 +25,7 @@ fn main() -> anyhow::Result<()> {
         let Ok(src) = std::fs::read_to_string(p) else {
             continue;
         };
-        let r = codegloss_indexer::ingest::cpp::parse_cpp(&src, &cfg.parse)
-            .map_err(anyhow::Error::msg)?;
+        let r = codegloss_indexer::ingest::cpp::parse_cpp(&src, &cfg.parse)?;
         f += u64::from(r.stats.functions);
         e += u64::from(r.stats.functions_in_error);
         fr += u64::from(r.stats.functions_raw);

@@ -68,11 +68,13 @@ impl SiteConfig {
 
 /// `origin` in the lower-case form a Content-Security-Policy source takes,
 /// or why it is not an origin the site can allow.
-fn normalize_origin(origin: &str) -> Result<String, String> {
+fn normalize_origin(origin: &str) -> Result<String, IndexError> {
     let bad = |why: &str| {
-        Err(format!(
-            "[site] answer_origins: {origin:?} {why} (expected an origin such as \"https://llm.example.org\" or \"http://gpu-box:8080\")"
-        ))
+        Err(IndexError::ConfigText {
+            message: format!(
+                "[site] answer_origins: {origin:?} {why} (expected an origin such as \"https://llm.example.org\" or \"http://gpu-box:8080\")"
+            ),
+        })
     };
     let lower = origin.trim().to_ascii_lowercase();
     let Some((scheme, rest)) = lower.split_once("://") else {
@@ -368,16 +370,22 @@ impl Config {
     /// Read a configuration file.
     pub fn load(path: &Path) -> Result<Self, IndexError> {
         let text = std::fs::read_to_string(path).map_err(|e| IndexError::io(path, e))?;
-        Self::parse(&text).map_err(|message| IndexError::Config {
-            path: path.to_path_buf(),
-            message,
+        Self::parse(&text).map_err(|e| match e {
+            IndexError::ConfigText { message } => IndexError::Config {
+                path: path.to_path_buf(),
+                message,
+            },
+            other => other,
         })
     }
 
-    /// Parse configuration text.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let mut cfg: Config = toml::from_str(text).map_err(|e| e.to_string())?;
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    /// Parse configuration text. Fails with [`IndexError::ConfigText`].
+    pub fn parse(text: &str) -> Result<Self, IndexError> {
+        let toml_error = |e: toml::de::Error| IndexError::ConfigText {
+            message: e.to_string(),
+        };
+        let mut cfg: Config = toml::from_str(text).map_err(toml_error)?;
+        let table: toml::Table = text.parse().map_err(toml_error)?;
         cfg.retrieval_given = table.contains_key("retrieval");
         cfg.site.answer_origins = cfg
             .site
@@ -490,7 +498,7 @@ mod tests {
             "https://",
         ] {
             let err = Config::parse(&format!("[site]\nanswer_origins = [{bad:?}]\n")).unwrap_err();
-            assert!(err.contains("answer_origins"), "{bad}: {err}");
+            assert!(err.to_string().contains("answer_origins"), "{bad}: {err}");
         }
         assert!(Config::parse("[site]\nanswer_origin = []\n").is_err());
     }
@@ -498,7 +506,7 @@ mod tests {
     #[test]
     fn unknown_keys_are_rejected() {
         let err = Config::parse("[chunk]\nmax_tokenz = 1\n").unwrap_err();
-        assert!(err.contains("max_tokenz"), "{err}");
+        assert!(err.to_string().contains("max_tokenz"), "{err}");
     }
 
     #[test]

@@ -35,6 +35,13 @@ pub enum IndexError {
         /// What is wrong.
         message: String,
     },
+    /// Configuration text is invalid, before it is tied to a file
+    /// (`Config::parse`; `Config::load` reports [`IndexError::Config`]).
+    #[error("invalid configuration: {message}")]
+    ConfigText {
+        /// What is wrong (the TOML error gives its line and column).
+        message: String,
+    },
     /// The repository root is missing or not a directory.
     #[error("{path}: not a directory")]
     NotADirectory {
@@ -52,6 +59,10 @@ pub enum IndexError {
     /// The tree-sitter grammar could not be loaded (a build problem).
     #[error("cannot load the tree-sitter C++ grammar: {0}")]
     Grammar(String),
+    /// tree-sitter gave no syntax tree for one file's text. Not fatal: the
+    /// caller indexes the file as a file only, with a warning.
+    #[error("parser returned no tree")]
+    NoSyntaxTree,
     /// An embedding model file is missing, damaged or unusable.
     #[error("{path}: {message}")]
     Model {

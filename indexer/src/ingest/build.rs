@@ -123,17 +123,15 @@ pub fn build_index(
     progress: &ProgressBar,
 ) -> Result<BuildOutput, IndexError> {
     let walked = walk::walk(root, cfg)?;
+    cpp::check_grammar(walked.files.iter().map(|f| f.language))?;
     let mut warnings = walked.warnings;
     progress.set_length(walked.files.len() as u64);
     progress.set_message("parsing");
     let results: Vec<Result<FileResult, Warning>> = walked
         .files
         .into_par_iter()
-        .map(|entry| {
-            let r = process_file(entry, cfg);
-            progress.inc(1);
-            r
-        })
+        .map(|entry| process_file(entry, cfg))
+        .inspect(|_| progress.inc(1))
         .collect();
     // Each result: its place in `files`, or the warning that skipped it.
     let mut files = Vec::new();

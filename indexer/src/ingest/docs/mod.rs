@@ -8,8 +8,16 @@
 //! paragraph boundaries. Every section and part carries the exact byte and
 //! line span it came from, so that the text shown to a reader can always be
 //! traced back to the file.
+//!
+//! The syntax passes live in [`markdown`] and [`rst`]: each finds the
+//! headings and the blocks that must stay whole, as an [`Analysis`] over the
+//! file's [`Lines`]; [`sections`] builds the section tree from it and cuts
+//! the parts.
 
-use codegloss_core::text::estimate_tokens;
+mod markdown;
+mod rst;
+mod sections;
+
 use codegloss_core::{Language, Span};
 
 /// One budget-sized piece of a section: a contiguous run of whole lines.
@@ -54,7 +62,7 @@ pub struct DocSection {
 /// `language` chooses the heading syntax: Markdown (ATX and setext) and
 /// reStructuredText titles; every other language (plain text, CMake) gives a
 /// single level-0 section titled `file_name`. Sections over `max_tokens`
-/// (estimated with [`estimate_tokens`]) are split into parts on blank lines,
+/// (estimated with [`estimate_tokens`](codegloss_core::text::estimate_tokens)) are split into parts on blank lines,
 /// never inside a fenced code block or literal block; a single block over
 /// four times the budget is split on line boundaries.
 ///
@@ -67,11 +75,11 @@ pub fn split_doc(
 ) -> Vec<DocSection> {
     let lines = Lines::new(text);
     let analysis = match language {
-        Language::Markdown => analyse_markdown(&lines),
-        Language::Rst => analyse_rst(&lines),
+        Language::Markdown => markdown::analyse_markdown(&lines),
+        Language::Rst => rst::analyse_rst(&lines),
         Language::Text | Language::Cmake | Language::Cpp => Analysis::plain(lines.len()),
     };
-    build_sections(file_name, &lines, &analysis, max_tokens)
+    sections::build_sections(file_name, &lines, &analysis, max_tokens)
 }
 
 // ---------------------------------------------------------------------------
@@ -233,572 +241,22 @@ impl Analysis {
     }
 }
 
-// ----- Markdown -------------------------------------------------------------
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum MdKind {
-    Blank,
-    /// Paragraph text (candidate setext heading content).
-    Text,
-    /// An ATX heading or a line of a setext heading.
-    Heading,
-    /// Fences, code, front matter, comments, thematic breaks.
-    Other,
-}
-
-/// An opening code fence: its character and length.
-fn md_fence_open(line: &str) -> Option<(char, usize)> {
-    let t = line.trim_start();
-    let c = t.chars().next()?;
-    if c != '`' && c != '~' {
-        return None;
-    }
-    let len = t.chars().take_while(|&x| x == c).count();
-    if len < 3 {
-        return None;
-    }
-    // A backtick fence's info string may not contain backticks
-    // (that would be inline code).
-    if c == '`' && t[len..].contains('`') {
-        return None;
-    }
-    Some((c, len))
-}
-
-fn md_fence_closes(line: &str, c: char, len: usize) -> bool {
-    let t = line.trim();
-    !t.is_empty() && t.chars().all(|x| x == c) && t.chars().count() >= len
-}
-
-/// An ATX heading: level and title.
-fn md_atx(line: &str) -> Option<(u8, String)> {
-    if indent_of(line) > 3 {
-        return None;
-    }
-    let t = line.trim_start();
-    let hashes = t.chars().take_while(|&c| c == '#').count();
-    if !(1..=6).contains(&hashes) {
-        return None;
-    }
-    let rest = &t[hashes..];
-    if !(rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t')) {
-        return None;
-    }
-    let mut title = rest.trim();
-    // Optional closing sequence: #s preceded by a space (or the whole text).
-    let without = title.trim_end_matches('#');
-    if without.len() != title.len() && (without.is_empty() || without.ends_with([' ', '\t'])) {
-        title = without.trim_end();
-    }
-    Some((u8::try_from(hashes).unwrap_or(6), title.to_string()))
-}
-
-/// A setext underline: `===` gives 1, `---` gives 2.
-fn md_setext_underline(line: &str) -> Option<u8> {
-    if indent_of(line) > 3 {
-        return None;
-    }
-    let t = line.trim();
-    let c = t.chars().next()?;
-    let n = t.chars().count();
-    if !t.chars().all(|x| x == c) {
-        return None;
-    }
-    match c {
-        '=' => Some(1),
-        '-' if n >= 2 => Some(2),
-        _ => None,
-    }
-}
-
-fn md_thematic_break(line: &str) -> bool {
-    if indent_of(line) > 3 {
-        return false;
-    }
-    let t: Vec<char> = line.chars().filter(|c| !c.is_whitespace()).collect();
-    match t.first() {
-        Some(&c) if c == '-' || c == '*' || c == '_' => t.len() >= 3 && t.iter().all(|&x| x == c),
-        _ => false,
-    }
-}
-
-/// Lines that start a block that cannot be the content of a setext heading
-/// (list items, block quotes, indented code).
-fn md_starts_other_block(line: &str) -> bool {
-    if indent_of(line) >= 4 {
-        return true;
-    }
-    let t = line.trim_start();
-    if t.starts_with('>') {
-        return true;
-    }
-    let bullet = t.starts_with("- ") || t.starts_with("* ") || t.starts_with("+ ");
-    let digits = t.chars().take_while(char::is_ascii_digit).count();
-    let ordered = (1..=9).contains(&digits)
-        && (t[digits..].starts_with(". ") || t[digits..].starts_with(") "));
-    bullet || ordered
-}
-
-fn analyse_markdown(lines: &Lines<'_>) -> Analysis {
-    let n = lines.len();
-    let mut atomic = vec![false; n];
-    let mut kinds = vec![MdKind::Text; n];
-    let mut atx: Vec<Option<(u8, String)>> = vec![None; n];
-
-    let mut i = 0;
-    // YAML front matter: `---` on the first line up to `---` or `...`.
-    if lines.get(0).trim_end() == "---" {
-        if let Some(end) = (1..n).find(|&j| matches!(lines.get(j).trim_end(), "---" | "...")) {
-            atomic[..=end].fill(true);
-            kinds[..=end].fill(MdKind::Other);
-            i = end + 1;
-        }
-    }
-
-    let mut fence: Option<(char, usize)> = None;
-    let mut in_comment = false;
-    while i < n {
-        let line = lines.get(i);
-        if let Some((c, len)) = fence {
-            atomic[i] = true;
-            kinds[i] = MdKind::Other;
-            if md_fence_closes(line, c, len) {
-                fence = None;
-            }
-        } else if in_comment {
-            atomic[i] = true;
-            kinds[i] = MdKind::Other;
-            if line.contains("-->") {
-                in_comment = false;
-            }
-        } else if line.trim().is_empty() {
-            kinds[i] = MdKind::Blank;
-        } else if let Some(open) = md_fence_open(line) {
-            atomic[i] = true;
-            kinds[i] = MdKind::Other;
-            fence = Some(open);
-        } else if line.trim_start().starts_with("<!--") {
-            kinds[i] = MdKind::Other;
-            let after = line.trim_start().get(4..).unwrap_or_default();
-            if !after.contains("-->") {
-                atomic[i] = true;
-                in_comment = true;
-            }
-        } else if let Some(h) = md_atx(line) {
-            kinds[i] = MdKind::Heading;
-            atx[i] = Some(h);
-        } else if md_setext_underline(line).is_none() && md_thematic_break(line) {
-            kinds[i] = MdKind::Other;
-        }
-        i += 1;
-    }
-
-    let mut headings = Vec::new();
-    for (i, h) in atx.into_iter().enumerate() {
-        if let Some((level, title)) = h {
-            headings.push(Heading {
-                first: i,
-                last: i,
-                level,
-                title,
-            });
-        }
-    }
-
-    // Setext headings: an underline after paragraph text. A `---` after a
-    // blank line (or after anything but paragraph text) is a thematic break.
-    // `run` is the first line of the paragraph text ending just before `i`
-    // (kept as we go, so that the pass stays linear).
-    let mut run: Option<usize> = None;
-    for i in 0..n {
-        if kinds[i] != MdKind::Text {
-            run = None;
-            continue;
-        }
-        let line = lines.get(i);
-        if let Some(level) = md_setext_underline(line) {
-            if let Some(p) = run.filter(|&p| !md_starts_other_block(lines.get(p))) {
-                let title = (p..i)
-                    .map(|j| lines.get(j).trim())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                kinds[p..=i].fill(MdKind::Heading);
-                headings.push(Heading {
-                    first: p,
-                    last: i,
-                    level,
-                    title,
-                });
-                run = None;
-                continue;
-            }
-            if md_thematic_break(line) {
-                kinds[i] = MdKind::Other;
-                run = None;
-                continue;
-            }
-        }
-        run = run.or(Some(i));
-    }
-    headings.sort_by_key(|h| h.first);
-    Analysis { headings, atomic }
-}
-
-// ----- reStructuredText ------------------------------------------------------
-
-const RST_ADORNMENT: &str = "=-~^\"'`#*+<>:._";
-
-/// A section adornment line: one punctuation character repeated from column
-/// 1. Returns the character and the length.
-fn rst_adornment(line: &str) -> Option<(char, usize)> {
-    let t = line.trim_end();
-    let c = t.chars().next()?;
-    if !RST_ADORNMENT.contains(c) || !t.chars().all(|x| x == c) {
-        return None;
-    }
-    Some((c, t.chars().count()))
-}
-
-/// Explicit markup whose indented body is code and must stay whole.
-fn rst_code_directive(line: &str) -> bool {
-    let t = line.trim_start();
-    let Some(rest) = t.strip_prefix("..") else {
-        return false;
-    };
-    let rest = rest.trim_start();
-    let Some((name, _)) = rest.split_once("::") else {
-        return false;
-    };
-    matches!(
-        name.trim(),
-        "code-block"
-            | "code"
-            | "sourcecode"
-            | "literalinclude"
-            | "parsed-literal"
-            | "math"
-            | "doctest"
-            | "testcode"
-            | "testoutput"
-            | "highlight"
-            | "prompt"
-            | "ipython"
-    )
-}
-
-/// The last line of the indented block after line `from` (lines that are
-/// blank or indented deeper than `base`), trailing blank lines excluded.
-fn rst_indented_end(lines: &Lines<'_>, from: usize, base: usize) -> Option<usize> {
-    let mut last = None;
-    let mut j = from + 1;
-    while j < lines.len() {
-        let line = lines.get(j);
-        if line.trim().is_empty() {
-            j += 1;
-            continue;
-        }
-        if indent_of(line) <= base {
-            break;
-        }
-        last = Some(j);
-        j += 1;
-    }
-    last
-}
-
-fn analyse_rst(lines: &Lines<'_>) -> Analysis {
-    let n = lines.len();
-    let mut atomic = vec![false; n];
-
-    // Pass 1: code directives and `::` literal blocks.
-    let mut i = 0;
-    while i < n {
-        let line = lines.get(i);
-        let base = indent_of(line);
-        if rst_code_directive(line) {
-            let end = rst_indented_end(lines, i, base).unwrap_or(i);
-            atomic[i..=end].fill(true);
-            i = end + 1;
-            continue;
-        }
-        let is_markup = line.trim_start().starts_with("..");
-        if !is_markup && line.trim_end().ends_with("::") && lines.is_blank(i + 1) && i + 1 < n {
-            if let Some(end) = rst_indented_end(lines, i, base) {
-                // The blank lines between the `::` paragraph and its block
-                // belong to the block, so that the two stay together.
-                atomic[i + 1..=end].fill(true);
-                i = end + 1;
-                continue;
-            }
-        }
-        i += 1;
-    }
-
-    // Pass 2: titles, outside the blocks.
-    let mut styles: Vec<(char, bool)> = Vec::new();
-    let mut level_of = |style: (char, bool)| -> u8 {
-        let pos = match styles.iter().position(|&s| s == style) {
-            Some(p) => p,
-            None => {
-                styles.push(style);
-                styles.len() - 1
-            }
-        };
-        u8::try_from(pos + 1).unwrap_or(u8::MAX)
-    };
-    let mut headings = Vec::new();
-    let mut after_break = true; // start of file, blank line or title end
-    let mut i = 0;
-    while i < n {
-        if atomic[i] {
-            after_break = false;
-            i += 1;
-            continue;
-        }
-        if lines.is_blank(i) {
-            after_break = true;
-            i += 1;
-            continue;
-        }
-        if after_break {
-            // Overline, title, underline.
-            if let Some((c, over)) = rst_adornment(lines.get(i)) {
-                if i + 2 < n && !atomic[i + 1] && !atomic[i + 2] && !lines.is_blank(i + 1) {
-                    let title = lines.get(i + 1).trim();
-                    let tlen = title.chars().count();
-                    if let Some((c2, under)) = rst_adornment(lines.get(i + 2)) {
-                        if c2 == c && over >= tlen && under >= tlen {
-                            headings.push(Heading {
-                                first: i,
-                                last: i + 2,
-                                level: level_of((c, true)),
-                                title: title.to_string(),
-                            });
-                            i += 3;
-                            after_break = true;
-                            continue;
-                        }
-                    }
-                }
-            } else if i + 1 < n && !atomic[i + 1] && indent_of(lines.get(i)) == 0 {
-                // Title, underline.
-                let title = lines.get(i).trim();
-                let tlen = title.chars().count();
-                if let Some((c, under)) = rst_adornment(lines.get(i + 1)) {
-                    if under >= tlen {
-                        headings.push(Heading {
-                            first: i,
-                            last: i + 1,
-                            level: level_of((c, false)),
-                            title: title.to_string(),
-                        });
-                        i += 2;
-                        after_break = true;
-                        continue;
-                    }
-                }
-            }
-        }
-        after_break = false;
-        i += 1;
-    }
-    Analysis { headings, atomic }
-}
-
-// ---------------------------------------------------------------------------
-// Sections and parts
-// ---------------------------------------------------------------------------
-
-fn build_sections(
-    file_name: &str,
-    lines: &Lines<'_>,
-    analysis: &Analysis,
-    max_tokens: usize,
-) -> Vec<DocSection> {
-    let n = lines.len();
-    let mut sections = Vec::new();
-    let first_heading = analysis.headings.first().map_or(n, |h| h.first);
-
-    if (0..first_heading).any(|i| !lines.is_blank(i)) {
-        let parts = split_parts(lines, &analysis.atomic, 0, first_heading, None, max_tokens);
-        if let Some(section) = make_section(
-            lines,
-            file_name.to_string(),
-            file_name.to_string(),
-            0,
-            None,
-            parts,
-        ) {
-            sections.push(section);
-        }
-    }
-
-    // Enclosing headings: (level, section index, title).
-    let mut stack: Vec<(u8, usize, String)> = Vec::new();
-    for (k, h) in analysis.headings.iter().enumerate() {
-        let end = analysis.headings.get(k + 1).map_or(n, |next| next.first);
-        while stack.last().is_some_and(|(level, _, _)| *level >= h.level) {
-            stack.pop();
-        }
-        let parent = stack.last().map(|(_, index, _)| *index);
-        let mut path = vec![file_name];
-        path.extend(stack.iter().map(|(_, _, title)| title.as_str()));
-        path.push(&h.title);
-        let section_path = path.join(" > ");
-
-        let parts = split_parts(
-            lines,
-            &analysis.atomic,
-            h.first,
-            end,
-            Some(h.last),
-            max_tokens,
-        );
-        if let Some(section) =
-            make_section(lines, h.title.clone(), section_path, h.level, parent, parts)
-        {
-            stack.push((h.level, sections.len(), h.title.clone()));
-            sections.push(section);
-        }
-    }
-    sections
-}
-
-fn make_section(
-    lines: &Lines<'_>,
-    title: String,
-    section_path: String,
-    level: u8,
-    parent: Option<usize>,
-    parts: Vec<(usize, usize)>,
-) -> Option<DocSection> {
-    let first = parts.first()?.0;
-    let last = parts.last()?.1;
-    Some(DocSection {
-        title,
-        section_path,
-        level,
-        parent,
-        span: lines.span(first, last),
-        parts: parts
-            .into_iter()
-            .map(|(a, b)| {
-                let text = lines.slice(a, b);
-                // The budget arithmetic works on prefix character counts;
-                // it must agree with the shared estimate.
-                debug_assert_eq!(estimate_tokens(&text), lines.tokens(a, b));
-                DocPart {
-                    text,
-                    span: lines.span(a, b),
-                }
-            })
-            .collect(),
-    })
-}
-
-/// Trim blank lines off both ends of `a..=b`.
-fn trim_blank(lines: &Lines<'_>, mut a: usize, mut b: usize) -> Option<(usize, usize)> {
-    while a <= b && lines.is_blank(a) {
-        a += 1;
-    }
-    while b > a && lines.is_blank(b) {
-        b -= 1;
-    }
-    (a <= b && !lines.is_blank(a)).then_some((a, b))
-}
-
-/// Split lines `start..end` into parts (inclusive line ranges).
-///
-/// Units are runs of lines between blank lines; blank lines inside atomic
-/// blocks do not separate. Units are packed greedily up to the budget. A
-/// heading (ending at `heading_last`) is not left alone in a part when the
-/// unit after it, with the heading, stays within four times the budget.
-fn split_parts(
-    lines: &Lines<'_>,
-    atomic: &[bool],
-    start: usize,
-    end: usize,
-    heading_last: Option<usize>,
-    max_tokens: usize,
-) -> Vec<(usize, usize)> {
-    let mut units = Vec::new();
-    let mut current: Option<(usize, usize)> = None;
-    for i in start..end {
-        if lines.is_blank(i) && !atomic.get(i).copied().unwrap_or(false) {
-            if let Some(u) = current.take() {
-                units.push(u);
-            }
-            continue;
-        }
-        current = Some(match current {
-            Some((a, _)) => (a, i),
-            None => (i, i),
-        });
-    }
-    if let Some(u) = current {
-        units.push(u);
-    }
-
-    let hard_limit = max_tokens.saturating_mul(4);
-    let mut parts = Vec::new();
-    let mut cur: Option<(usize, usize)> = None;
-    for (a, b) in units {
-        let Some((a, b)) = trim_blank(lines, a, b) else {
-            continue;
-        };
-        if let Some((ca, cb)) = cur.take() {
-            let joined = lines.tokens(ca, b);
-            if joined <= max_tokens {
-                cur = Some((ca, b));
-                continue;
-            }
-            if heading_last == Some(cb) && joined <= hard_limit {
-                parts.push((ca, b));
-                continue;
-            }
-            parts.push((ca, cb));
-        }
-        let tokens = lines.tokens(a, b);
-        if tokens <= max_tokens {
-            cur = Some((a, b));
-        } else if tokens > hard_limit {
-            split_lines(lines, a, b, max_tokens, &mut parts);
-        } else {
-            parts.push((a, b));
-        }
-    }
-    if let Some(c) = cur {
-        parts.push(c);
-    }
-    parts
-}
-
-/// Split `a..=b` on line boundaries into pieces of at most `max_tokens`
-/// (a single longer line is a piece of its own).
-fn split_lines(
-    lines: &Lines<'_>,
-    a: usize,
-    b: usize,
-    max_tokens: usize,
-    parts: &mut Vec<(usize, usize)>,
-) {
-    let mut s = a;
-    for j in a..=b {
-        if j > s && lines.tokens(s, j) > max_tokens {
-            if let Some(piece) = trim_blank(lines, s, j - 1) {
-                parts.push(piece);
-            }
-            s = j;
-        }
-    }
-    if let Some(piece) = trim_blank(lines, s, b) {
-        parts.push(piece);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codegloss_core::text::estimate_tokens;
+
+    /// [`split_doc`], with the span invariants checked.
+    fn split(
+        file_name: &str,
+        language: Language,
+        text: &str,
+        max_tokens: usize,
+    ) -> Vec<DocSection> {
+        let s = split_doc(file_name, language, text, max_tokens);
+        check_spans(text, &s);
+        s
+    }
 
     fn check_spans(text: &str, sections: &[DocSection]) {
         for s in sections {
@@ -849,8 +307,7 @@ mod tests {
     #[test]
     fn atx_nesting_and_section_path() {
         let text = "Intro text.\n\n# Install\n\nGeneral.\n\n## Kokkos ##\n\nK.\n\n### CUDA\nUse nvcc.\n\n## MPI\n\n# Usage\n";
-        let s = split_doc("INSTALLATION.md", Language::Markdown, text, 400);
-        check_spans(text, &s);
+        let s = split("INSTALLATION.md", Language::Markdown, text, 400);
         assert_eq!(
             titles(&s),
             vec![
@@ -889,8 +346,7 @@ mod tests {
     #[test]
     fn setext_headings_and_thematic_breaks() {
         let text = "Title\n=====\n\nSome text.\n\nSub part\nsecond line\n--------\n\nBody.\n\n---\n\nAfter break.\n";
-        let s = split_doc("README.md", Language::Markdown, text, 400);
-        check_spans(text, &s);
+        let s = split("README.md", Language::Markdown, text, 400);
         assert_eq!(
             titles(&s),
             vec![
@@ -919,14 +375,12 @@ mod tests {
     #[test]
     fn fenced_code_is_never_a_heading_nor_split() {
         let text = "# Build\n\n```bash\n# not a heading\n\ncmake ..\n\n# still not\n```\n\n~~~~\n```\n# inside tilde fence\n~~~~\n\n## Next\n";
-        let s = split_doc("b.md", Language::Markdown, text, 400);
-        check_spans(text, &s);
+        let s = split("b.md", Language::Markdown, text, 400);
         assert_eq!(titles(&s).len(), 2);
         assert_eq!(s[1].title, "Next");
         // A tiny budget: the fence stays whole (it is under 4x the budget).
         let text = "# T\n\npara one\n\n```\na\n\nb\n\nc\n```\n\npara two\n";
-        let s = split_doc("c.md", Language::Markdown, text, 3);
-        check_spans(text, &s);
+        let s = split("c.md", Language::Markdown, text, 3);
         let texts: Vec<&str> = s[0].parts.iter().map(|p| p.text.as_str()).collect();
         assert_eq!(
             texts,
@@ -934,8 +388,7 @@ mod tests {
         );
         // Front matter is not a setext heading.
         let text = "---\ntitle: x\n---\n\n# Real\n";
-        let s = split_doc("d.md", Language::Markdown, text, 400);
-        check_spans(text, &s);
+        let s = split("d.md", Language::Markdown, text, 400);
         assert_eq!(titles(&s)[1], (1, "Real", "d.md > Real", None));
     }
 
@@ -973,8 +426,7 @@ Options
 Usage
 -----
 ";
-        let s = split_doc("manual.rst", Language::Rst, text, 400);
-        check_spans(text, &s);
+        let s = split("manual.rst", Language::Rst, text, 400);
         assert_eq!(
             titles(&s),
             vec![
@@ -1005,8 +457,7 @@ Usage
             "Title\n=====\n\nExample::\n\n    line 1\n\n    line 2\n\n    line 3\n\nAfter.\n";
         // The block (15 tokens) is over the budget of 4 but within 4x:
         // it stays whole; the heading cannot join it (20 tokens > 16).
-        let s = split_doc("x.rst", Language::Rst, text, 4);
-        check_spans(text, &s);
+        let s = split("x.rst", Language::Rst, text, 4);
         let texts: Vec<&str> = s[0].parts.iter().map(|p| p.text.as_str()).collect();
         assert_eq!(
             texts,
@@ -1017,8 +468,7 @@ Usage
             ]
         );
         // With a budget of 5 (4x = 20) the heading goes with the block.
-        let s = split_doc("x.rst", Language::Rst, text, 5);
-        check_spans(text, &s);
+        let s = split("x.rst", Language::Rst, text, 5);
         let texts: Vec<&str> = s[0].parts.iter().map(|p| p.text.as_str()).collect();
         assert_eq!(
             texts,
@@ -1034,8 +484,7 @@ Usage
         let para = |k: usize| format!("paragraph {k} {}", "word ".repeat(20));
         let body: Vec<String> = (0..10).map(para).collect();
         let text = format!("# Long\n\n{}\n\n# Short\n\nx\n", body.join("\n\n"));
-        let s = split_doc("l.md", Language::Markdown, &text, 80);
-        check_spans(&text, &s);
+        let s = split("l.md", Language::Markdown, &text, 80);
         assert_eq!(s.len(), 2);
         // Two paragraphs (38 tokens each) fit in 80 tokens.
         assert_eq!(s[0].parts.len(), 5, "{:?}", s[0].parts);
@@ -1048,8 +497,7 @@ Usage
 
         // One enormous paragraph over 4x the budget is split on lines.
         let big: String = (0..100).map(|k| format!("line {k}\n")).collect();
-        let s = split_doc("big.txt", Language::Text, &big, 10);
-        check_spans(&big, &s);
+        let s = split("big.txt", Language::Text, &big, 10);
         assert!(s[0].parts.len() > 10);
         assert!(s[0].parts.iter().all(|p| estimate_tokens(&p.text) <= 10));
         // A paragraph between 1x and 4x the budget stays whole.
@@ -1061,8 +509,7 @@ Usage
     #[test]
     fn plain_text_and_cmake_are_one_section() {
         let text = "# Not a heading in text\n\nSecond para.\r\n";
-        let s = split_doc("NOTES.txt", Language::Text, text, 400);
-        check_spans(text, &s);
+        let s = split("NOTES.txt", Language::Text, text, 400);
         assert_eq!(titles(&s), vec![(0, "NOTES.txt", "NOTES.txt", None)]);
         assert_eq!(
             s[0].parts[0].text,
@@ -1082,14 +529,12 @@ Usage
     #[test]
     fn crlf_and_missing_final_newline() {
         let text = "# A\r\n\r\nbody a\r\n\r\n# B\r\nbody b";
-        let s = split_doc("w.md", Language::Markdown, text, 400);
-        check_spans(text, &s);
+        let s = split("w.md", Language::Markdown, text, 400);
         assert_eq!(s[0].parts[0].text, "# A\r\n\r\nbody a");
         assert_eq!(s[1].parts[0].text, "# B\r\nbody b");
         assert_eq!(s[1].span.end_line, 6);
         let text = "Title\r\n=====\r\ntext";
-        let s = split_doc("w.rst", Language::Rst, text, 400);
-        check_spans(text, &s);
+        let s = split("w.rst", Language::Rst, text, 400);
         assert_eq!(s[0].title, "Title");
     }
 
@@ -1133,8 +578,7 @@ Usage
                 Language::Cmake,
             ] {
                 for budget in [0, 1, 3, 400] {
-                    let s = split_doc("f", lang, text, budget);
-                    check_spans(text, &s);
+                    split("f", lang, text, budget);
                 }
             }
         }
@@ -1171,8 +615,7 @@ Usage
             }
             for lang in [Language::Markdown, Language::Rst] {
                 for budget in [0, 2, 400] {
-                    let s = split_doc("g", lang, &text, budget);
-                    check_spans(&text, &s);
+                    split("g", lang, &text, budget);
                 }
             }
         }

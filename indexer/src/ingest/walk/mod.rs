@@ -9,6 +9,11 @@
 //! become [`Warning`]s and the walk goes on. The output is sorted, so two
 //! walks of the same tree give the same index.
 
+//!
+//! Classification by path (language, role, scope) lives in [`classify`].
+
+mod classify;
+
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -16,8 +21,10 @@ use codegloss_core::{Language, Scope, SourceType};
 use ignore::overrides::OverrideBuilder;
 use ignore::WalkBuilder;
 
-use crate::config::{FilesConfig, ScopeConfig};
+use crate::config::FilesConfig;
 use crate::{Config, IndexError, Warning};
+
+pub use classify::{classify, scope_of};
 
 /// A file of the repository that will be indexed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,142 +73,6 @@ pub struct Loaded {
 /// Bytes of the start of a file searched for a NUL byte to detect binary
 /// files.
 const BINARY_PROBE: usize = 8 * 1024;
-
-/// Classify a file by its repository-relative path: the parser family and
-/// the role, or `None` when the file is not indexed.
-///
-/// Exact build file names (`CMakeLists.txt`) come first, then extensions:
-/// a case-sensitive match first, then a case-insensitive one (`FOO.H`).
-/// When several configured extensions match (`cmake` and `in.cmake`), the
-/// longest wins.
-pub fn classify(rel_path: &str, cfg: &FilesConfig) -> Option<(Language, SourceType)> {
-    let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
-    if cfg.build_file_names.iter().any(|n| n == name) {
-        return Some((Language::Cmake, SourceType::Build));
-    }
-    let tables: [(&[String], Language, SourceType); 7] = [
-        (&cfg.header_extensions, Language::Cpp, SourceType::Header),
-        (
-            &cfg.implementation_extensions,
-            Language::Cpp,
-            SourceType::Implementation,
-        ),
-        (&cfg.cuda_extensions, Language::Cpp, SourceType::Cuda),
-        (
-            &cfg.markdown_extensions,
-            Language::Markdown,
-            SourceType::Documentation,
-        ),
-        (
-            &cfg.rst_extensions,
-            Language::Rst,
-            SourceType::Documentation,
-        ),
-        (
-            &cfg.text_extensions,
-            Language::Text,
-            SourceType::Documentation,
-        ),
-        (&cfg.build_extensions, Language::Cmake, SourceType::Build),
-    ];
-    let lower_name = name.to_lowercase();
-    for case_insensitive in [false, true] {
-        let mut best: Option<(usize, Language, SourceType)> = None;
-        for (exts, language, source_type) in &tables {
-            for ext in exts.iter() {
-                let ext = ext.trim_start_matches('.');
-                let matched = if case_insensitive {
-                    has_extension(&lower_name, &ext.to_lowercase())
-                } else {
-                    has_extension(name, ext)
-                };
-                if matched && best.is_none_or(|(len, _, _)| ext.len() > len) {
-                    best = Some((ext.len(), *language, *source_type));
-                }
-            }
-        }
-        if let Some((_, language, source_type)) = best {
-            return Some((language, source_type));
-        }
-    }
-    None
-}
-
-/// `name` is `stem.ext` with a non-empty stem (so `.md` alone is a hidden
-/// file, not a Markdown file).
-fn has_extension(name: &str, ext: &str) -> bool {
-    if ext.is_empty() || name.len() < ext.len() + 2 || !name.ends_with(ext) {
-        return false;
-    }
-    let stem_dot = &name[..name.len() - ext.len()];
-    stem_dot.ends_with('.') && stem_dot.len() > 1
-}
-
-/// The project scope of a file from path conventions.
-///
-/// Build files are always [`Scope::Build`]. Otherwise the folders of the
-/// path are checked from the root: the first whose lower-case name is a
-/// test, example, docs or build folder decides. Failing that, a C++ file
-/// whose name marks it as a test (`test_halo.cpp`, `halo_test.cpp`,
-/// `HaloTest.cpp`, `TestHalo.cpp`) is [`Scope::Test`]; documentation is
-/// [`Scope::Docs`] and everything else [`Scope::Source`].
-pub fn scope_of(rel_path: &str, source_type: SourceType, cfg: &ScopeConfig) -> Scope {
-    if source_type == SourceType::Build {
-        return Scope::Build;
-    }
-    let mut components: Vec<&str> = rel_path
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .collect();
-    let file_name = components.pop().unwrap_or_default();
-    let in_list = |list: &[String], folder: &str| list.iter().any(|d| d.to_lowercase() == folder);
-    for folder in components {
-        let folder = folder.to_lowercase();
-        if in_list(&cfg.test_dirs, &folder) {
-            return Scope::Test;
-        }
-        if in_list(&cfg.example_dirs, &folder) {
-            return Scope::Example;
-        }
-        if in_list(&cfg.docs_dirs, &folder) {
-            return Scope::Docs;
-        }
-        if in_list(&cfg.build_dirs, &folder) {
-            return Scope::Build;
-        }
-    }
-    match source_type {
-        SourceType::Documentation => Scope::Docs,
-        _ if is_test_file_name(file_name) => Scope::Test,
-        _ => Scope::Source,
-    }
-}
-
-/// `test_x`, `test-x`, `x_test`, `x_tests`, `xTest`, `xTests`, `TestX`,
-/// `Test_X` and `test` itself (extension ignored).
-fn is_test_file_name(file_name: &str) -> bool {
-    let stem = match file_name.find('.') {
-        Some(0) | None => file_name,
-        Some(dot) => &file_name[..dot],
-    };
-    let lower = stem.to_lowercase();
-    if matches!(lower.as_str(), "test" | "tests") {
-        return true;
-    }
-    if lower.starts_with("test_") || lower.starts_with("test-") {
-        return true;
-    }
-    if lower.ends_with("_test") || lower.ends_with("_tests") || lower.ends_with("-test") {
-        return true;
-    }
-    if stem.ends_with("Test") || stem.ends_with("Tests") {
-        return true;
-    }
-    // CamelCase `TestHalo`, `Test_Halo`, `Test2D`: not `Testing`.
-    stem.strip_prefix("Test")
-        .and_then(|rest| rest.chars().next())
-        .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit() || c == '_')
-}
 
 /// Walk the repository at `root` and list the files to index.
 ///
@@ -313,8 +184,8 @@ pub fn walk(root: &Path, cfg: &Config) -> Result<Walked, IndexError> {
                 continue;
             }
         };
-        if size > cfg.files.max_file_bytes {
-            warnings.push(oversize_warning(rel_path, size, cfg.files.max_file_bytes));
+        if let Err(w) = within_limit(&rel_path, size, cfg.files.max_file_bytes) {
+            warnings.push(w);
             continue;
         }
         let scope = scope_of(&rel_path, source_type, &cfg.scopes);
@@ -398,16 +269,21 @@ fn error_path(err: &ignore::Error) -> Option<&Path> {
     }
 }
 
-fn oversize_warning(path: String, size: u64, limit: u64) -> Warning {
-    Warning {
-        path,
+/// `Ok` when `size` is within `files.max_file_bytes`; else the warning
+/// that skips the file at `path`.
+fn within_limit(path: &str, size: u64, limit: u64) -> Result<(), Warning> {
+    if size <= limit {
+        return Ok(());
+    }
+    Err(Warning {
+        path: path.to_string(),
         line: None,
         message: format!(
             "skipped: {} is over the {} limit (files.max_file_bytes)",
             human_size(size),
             human_size(limit)
         ),
-    }
+    })
 }
 
 /// `512 B`, `3.5 KiB`, `5.0 MiB`, `1.2 GiB`.
@@ -443,23 +319,11 @@ pub fn load(entry: &FileEntry, cfg: &FilesConfig) -> Result<Option<Loaded>, Warn
     let size = std::fs::metadata(&entry.abs_path)
         .map_err(|e| warn(format!("skipped: cannot read: {e}")))?
         .len();
-    if size > cfg.max_file_bytes {
-        return Err(oversize_warning(
-            entry.rel_path.clone(),
-            size,
-            cfg.max_file_bytes,
-        ));
-    }
+    within_limit(&entry.rel_path, size, cfg.max_file_bytes)?;
     let raw =
         std::fs::read(&entry.abs_path).map_err(|e| warn(format!("skipped: cannot read: {e}")))?;
     let bytes = raw.len() as u64;
-    if bytes > cfg.max_file_bytes {
-        return Err(oversize_warning(
-            entry.rel_path.clone(),
-            bytes,
-            cfg.max_file_bytes,
-        ));
-    }
+    within_limit(&entry.rel_path, bytes, cfg.max_file_bytes)?;
     if raw[..raw.len().min(BINARY_PROBE)].contains(&0) {
         return Err(warn(
             "skipped: binary file (NUL byte in the first 8 KiB)".to_string(),
@@ -494,106 +358,6 @@ mod tests {
 
     fn paths(walked: &Walked) -> Vec<&str> {
         walked.files.iter().map(|f| f.rel_path.as_str()).collect()
-    }
-
-    #[test]
-    fn classify_table() {
-        let cfg = FilesConfig::default();
-        let cases: [(&str, Option<(Language, SourceType)>); 16] = [
-            ("CMakeLists.txt", Some((Language::Cmake, SourceType::Build))),
-            (
-                "src/CMakeLists.txt",
-                Some((Language::Cmake, SourceType::Build)),
-            ),
-            (
-                "cmake/FindFFTW.cmake",
-                Some((Language::Cmake, SourceType::Build)),
-            ),
-            (
-                "src/Field/BareField.h",
-                Some((Language::Cpp, SourceType::Header)),
-            ),
-            (
-                "src/Field/BareField.hpp",
-                Some((Language::Cpp, SourceType::Header)),
-            ),
-            ("src/a.inl", Some((Language::Cpp, SourceType::Header))),
-            (
-                "src/a.cpp",
-                Some((Language::Cpp, SourceType::Implementation)),
-            ),
-            (
-                "src/A.CPP",
-                Some((Language::Cpp, SourceType::Implementation)),
-            ),
-            ("src/k.cu", Some((Language::Cpp, SourceType::Cuda))),
-            (
-                "README.md",
-                Some((Language::Markdown, SourceType::Documentation)),
-            ),
-            (
-                "doc/index.rst",
-                Some((Language::Rst, SourceType::Documentation)),
-            ),
-            (
-                "NOTES.txt",
-                Some((Language::Text, SourceType::Documentation)),
-            ),
-            (
-                "cmakelists.txt",
-                Some((Language::Text, SourceType::Documentation)),
-            ),
-            ("src/a.py", None),
-            (".md", None),
-            ("Makefile", None),
-        ];
-        for (path, want) in cases {
-            assert_eq!(classify(path, &cfg), want, "{path}");
-        }
-        // The longest configured extension wins.
-        let mut cfg = FilesConfig::default();
-        cfg.header_extensions.push("h.cmake".to_string());
-        assert_eq!(
-            classify("x.h.cmake", &cfg),
-            Some((Language::Cpp, SourceType::Header))
-        );
-    }
-
-    #[test]
-    fn scope_conventions() {
-        let cfg = ScopeConfig::default();
-        let cases = [
-            (
-                "unit_tests/Field/TestHalo.cpp",
-                SourceType::Implementation,
-                Scope::Test,
-            ),
-            ("examples/x.cpp", SourceType::Implementation, Scope::Example),
-            ("doc/a.md", SourceType::Documentation, Scope::Docs),
-            ("src/a.h", SourceType::Header, Scope::Source),
-            ("CMakeLists.txt", SourceType::Build, Scope::Build),
-            ("cmake/FindX.cmake", SourceType::Build, Scope::Build),
-            ("cmake/helper.h", SourceType::Header, Scope::Build),
-            ("README.md", SourceType::Documentation, Scope::Docs),
-            ("src/TestField.cpp", SourceType::Implementation, Scope::Test),
-            (
-                "src/field_test.cpp",
-                SourceType::Implementation,
-                Scope::Test,
-            ),
-            ("src/FieldTest.cpp", SourceType::Implementation, Scope::Test),
-            ("src/Testing.cpp", SourceType::Implementation, Scope::Source),
-            ("src/Contest.cpp", SourceType::Implementation, Scope::Source),
-            (
-                "Examples/Tests/a.cpp",
-                SourceType::Implementation,
-                Scope::Example,
-            ),
-            ("src/Tests/a.cpp", SourceType::Implementation, Scope::Test),
-        ];
-        for (path, st, want) in cases {
-            assert_eq!(scope_of(path, st, &cfg), want, "{path}");
-        }
     }
 
     #[test]

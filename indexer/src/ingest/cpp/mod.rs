@@ -1,0 +1,361 @@
+//! C++ parsing with tree-sitter-cpp: entities, includes, calls and parse
+//! quality for one file.
+//!
+//! The parser runs on the macro-neutralised text (see [`crate::ingest::macros`]),
+//! whose byte offsets equal the original's, and slices every piece of text
+//! it records (signatures, code, comments) from the *original* source, so
+//! what users see is what is in their file.
+//!
+//! This module knows one file at a time. Resolving names across files
+//! (is `A::f` a method of class `A`? which `f` does a call mean?) happens
+//! in [`crate::ingest::build`].
+//!
+//! The work is cut by concern: [`walker`] walks the syntax tree and
+//! records entities, includes and macro definitions; [`declarators`] reads
+//! what a declaration's nodes say (names, return types, parameters, calls);
+//! [`names`] works on the written text (scopes, template arguments, bases,
+//! comments); [`quality`] counts ERROR nodes and retries with ALL_CAPS
+//! macros blanked.
+
+mod declarators;
+mod names;
+mod quality;
+mod walker;
+
+use codegloss_core::{EntityKind, Language, Param, ParseStats, Span};
+use tree_sitter::Parser;
+
+use crate::config::ParseConfig;
+use crate::error::IndexError;
+use crate::ingest::macros;
+
+pub use names::{base_target, clean_comment, split_last_scope, strip_template_args};
+pub use quality::function_error_counts;
+
+/// A call expression found in a function body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRef {
+    /// Called name, without scope or template arguments (`fillHalo`).
+    pub name: String,
+    /// Scope as written (`Kokkos`, `detail::HaloCells`), template arguments stripped.
+    pub qualifier: Option<String>,
+    /// Called on `this` or unqualified inside a class.
+    pub on_this: bool,
+    /// Called through `obj.` or `ptr->`.
+    pub on_object: bool,
+    /// 1-based line of the call.
+    pub line: u32,
+}
+
+/// An entity as found in one file, before cross-file resolution.
+#[derive(Debug, Clone)]
+pub struct RawEntity {
+    /// Kind (callables may be refined to methods in the build step).
+    pub kind: EntityKind,
+    /// Short name.
+    pub name: String,
+    /// Qualified name from the lexical scope and the written qualifier.
+    pub qualified_name: String,
+    /// Lexically enclosing entity in this file (index into the file's list).
+    pub parent: Option<usize>,
+    /// Qualifier of `qualified_name`.
+    pub parent_symbol: String,
+    /// Enclosing class for in-class members.
+    pub class_name: Option<String>,
+    /// For out-of-class definitions: the written scope (`BareField`, `ippl`), template args stripped.
+    pub written_scope: Option<String>,
+    /// Full span (template header included).
+    pub span: Span,
+    /// Declaration head, whitespace collapsed.
+    pub signature: String,
+    /// Return type.
+    pub return_type: Option<String>,
+    /// Parameters.
+    pub params: Vec<Param>,
+    /// Template parameter list.
+    pub template_params: Option<String>,
+    /// Base classes as written.
+    pub bases: Vec<String>,
+    /// Leading doc comment.
+    pub doc_comment: Option<String>,
+    /// Has a body.
+    pub is_definition: bool,
+    /// Byte offset where the body starts (`{` of a function or class), for splitting.
+    pub body_start: Option<u32>,
+    /// Spans of the body's top-level statements or members, for splitting.
+    pub pieces: Vec<Span>,
+    /// Calls made in the body.
+    pub calls: Vec<CallRef>,
+}
+
+/// What one C++ file gives.
+#[derive(Debug, Clone, Default)]
+pub struct ParsedCpp {
+    /// Entities in source order.
+    pub entities: Vec<RawEntity>,
+    /// `#include` directives: target, system, line.
+    pub includes: Vec<(String, bool, u32)>,
+    /// Function-like macros defined here: name → first identifier of the body.
+    pub macro_types: Vec<(String, String)>,
+    /// Parse quality.
+    pub stats: ParseStats,
+    /// Lines of ERROR nodes that hide function bodies (for warnings).
+    pub error_lines: Vec<u32>,
+}
+
+/// A parser with the C++ grammar set.
+///
+/// Setting the grammar fails only when the `tree-sitter` and
+/// `tree-sitter-cpp` crates were built for incompatible grammar versions: a
+/// build problem, the same for every file, hence an [`IndexError::Grammar`]
+/// rather than a warning.
+fn cpp_parser() -> Result<Parser, IndexError> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_cpp::LANGUAGE.into())
+        .map_err(|e| {
+            IndexError::Grammar(format!(
+                "{e} (the tree-sitter and tree-sitter-cpp crates this binary was built with do not match; rebuild with compatible versions)"
+            ))
+        })?;
+    Ok(parser)
+}
+
+/// Check once, before any file is parsed, that the C++ grammar loads when
+/// there is C++ to parse (`languages`: those of the files to index), so
+/// that a broken build stops the run with one [`IndexError::Grammar`]
+/// instead of a warning per file.
+pub fn check_grammar(languages: impl IntoIterator<Item = Language>) -> Result<(), IndexError> {
+    if languages.into_iter().any(|l| l == Language::Cpp) {
+        cpp_parser()?;
+    }
+    Ok(())
+}
+
+/// Parse one C++ file.
+///
+/// Fails with [`IndexError::Grammar`] when the grammar cannot be loaded (see
+/// [`check_grammar`]) and with [`IndexError::NoSyntaxTree`] when tree-sitter
+/// gives no tree for this text; the caller keeps the file, indexed as a
+/// file only, with a warning.
+pub fn parse_cpp(src: &str, cfg: &ParseConfig) -> Result<ParsedCpp, IndexError> {
+    let mut parser = cpp_parser()?;
+    // tree-sitter addresses bytes with u32; files over 4 GiB never get here
+    // (the walker caps file size).
+    let raw_tree = parser.parse(src, None).ok_or(IndexError::NoSyntaxTree)?;
+    let (raw_functions, raw_in_error) = function_error_counts(raw_tree.root_node());
+
+    let n = macros::neutralise(src, &cfg.attribute_macros, &cfg.macro_replacements);
+    let mut text = n.text;
+    let mut count = n.count;
+    let mut tree = parser.parse(&text, None).ok_or(IndexError::NoSyntaxTree)?;
+    if cfg.generic_caps_rule {
+        (text, tree, count) = quality::generic_caps_pass(&mut parser, text, tree, count);
+    }
+    let root = tree.root_node();
+    let (functions, in_error) = function_error_counts(root);
+    let mut error_lines = Vec::new();
+    quality::collect_error_lines(root, &mut error_lines);
+
+    let mut out = ParsedCpp {
+        stats: ParseStats {
+            functions: functions as u32,
+            functions_in_error: in_error as u32,
+            functions_in_error_raw: raw_in_error as u32,
+            functions_raw: raw_functions as u32,
+            error_nodes: quality::count_errors(root) as u32,
+            neutralised_macros: count,
+        },
+        error_lines,
+        ..ParsedCpp::default()
+    };
+    walker::walk(src, &text, root, &mut out);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> ParsedCpp {
+        parse_cpp(src, &ParseConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn grammar_loads_and_a_lost_tree_keeps_its_warning_text() {
+        check_grammar([Language::Markdown, Language::Cpp]).unwrap();
+        check_grammar([]).unwrap();
+        // The build warns "C++ parse failed, indexed as a file only: {e}".
+        assert_eq!(
+            IndexError::NoSyntaxTree.to_string(),
+            "parser returned no tree"
+        );
+    }
+
+    #[test]
+    fn out_of_class_template_method() {
+        let p = parse(
+            "namespace ippl {\ntemplate <typename T, unsigned Dim>\nvoid BareField<T, Dim>::fillHalo() {\n  halo_m.fillHalo(dview_m);\n}\n}\n",
+        );
+        let f = p.entities.iter().find(|e| e.name == "fillHalo").unwrap();
+        assert_eq!(f.qualified_name, "ippl::BareField::fillHalo");
+        assert_eq!(f.parent_symbol, "ippl::BareField");
+        assert_eq!(f.written_scope.as_deref(), Some("BareField"));
+        assert_eq!(
+            f.template_params.as_deref(),
+            Some("<typename T, unsigned Dim>")
+        );
+        assert_eq!(f.span.start_line, 2);
+        assert_eq!(f.span.end_line, 5);
+        assert!(f.is_definition);
+        assert_eq!(f.calls[0].name, "fillHalo");
+        assert!(f.calls[0].on_object);
+    }
+
+    #[test]
+    fn qualified_free_function_and_params() {
+        let p = parse("/// Start everything.\nvoid ippl::initialize(int& argc, char* argv[], MPI_Comm comm = MPI_COMM_WORLD) {\n  Kokkos::initialize(argc, argv);\n}\n");
+        let f = &p.entities[0];
+        assert_eq!(f.name, "initialize");
+        assert_eq!(f.parent_symbol, "ippl");
+        assert_eq!(f.return_type.as_deref(), Some("void"));
+        assert_eq!(f.doc_comment.as_deref(), Some("Start everything."));
+        assert_eq!(f.params.len(), 3);
+        assert_eq!(f.params[0].ty, "int&");
+        assert_eq!(f.params[0].name, "argc");
+        assert_eq!(f.params[1].ty, "char*[]");
+        assert_eq!(f.params[2].default.as_deref(), Some("MPI_COMM_WORLD"));
+        assert_eq!(f.calls[0].qualifier.as_deref(), Some("Kokkos"));
+        assert_eq!(
+            f.signature,
+            "void ippl::initialize(int& argc, char* argv[], MPI_Comm comm = MPI_COMM_WORLD)"
+        );
+    }
+
+    #[test]
+    fn kokkos_macros_do_not_break_methods() {
+        let src = "template <typename T>\nclass V {\npublic:\n  KOKKOS_INLINE_FUNCTION T& operator()(int i) const { return d[i]; }\n  KOKKOS_FUNCTION void g() { h(); }\n};\n";
+        let p = parse(src);
+        assert_eq!(p.stats.functions, 2);
+        assert_eq!(p.stats.functions_in_error, 0);
+        assert!(p.stats.functions_in_error_raw >= 1);
+        let op = p.entities.iter().find(|e| e.name == "operator()").unwrap();
+        assert_eq!(op.kind, EntityKind::Method);
+        assert_eq!(op.qualified_name, "V::operator()");
+        assert_eq!(op.return_type.as_deref(), Some("T&"));
+        assert!(
+            op.signature
+                .starts_with("KOKKOS_INLINE_FUNCTION T& operator()"),
+            "{}",
+            op.signature
+        );
+    }
+
+    #[test]
+    fn generic_caps_rule_fixes_unknown_attribute() {
+        let src = "class A {\n  MY_EXPORT_ATTR void f() { g(); }\n  MY_EXPORT_ATTR int h() { return 1; }\n};\n";
+        let p = parse(src);
+        assert_eq!(p.stats.functions_in_error, 0, "{:?}", p.stats);
+    }
+
+    #[test]
+    fn macro_base_class_specialisation() {
+        let src = "namespace ippl {\n#define BASE(F, B) FFTBase<F, B>\n/** cc */\ntemplate <typename CF>\nclass FFT<CCTransform, CF> : public BASE(CF, backend) {\n  void transform(int d, CF& f);\n};\n}\n";
+        let p = parse(src);
+        let c = p
+            .entities
+            .iter()
+            .find(|e| e.kind == EntityKind::Class)
+            .unwrap();
+        assert_eq!(c.name, "FFT<CCTransform, CF>");
+        assert_eq!(c.qualified_name, "ippl::FFT<CCTransform, CF>");
+        assert_eq!(c.bases, vec!["public BASE(CF, backend)".to_string()]);
+        assert_eq!(c.doc_comment.as_deref(), Some("cc"));
+        assert_eq!(c.span.start_line, 4);
+        assert_eq!(
+            p.macro_types,
+            vec![("BASE".to_string(), "FFTBase".to_string())]
+        );
+        let m = p.entities.iter().find(|e| e.name == "transform").unwrap();
+        assert_eq!(m.parent_symbol, "ippl::FFT<CCTransform, CF>");
+        assert_eq!(m.kind, EntityKind::Method);
+        assert!(!m.is_definition);
+    }
+
+    #[test]
+    fn constructors_destructors_aliases() {
+        let src = "struct S : Base {\n  S(int a) : x(a) {}\n  ~S();\n  using T = int;\n  typedef double R;\n  int x;\n};\nS::~S() {}\nenum class Dir { A, B };\nunion U { int i; float f; };\nclass Fwd;\n";
+        let p = parse(src);
+        let kinds: Vec<(EntityKind, &str)> = p
+            .entities
+            .iter()
+            .map(|e| (e.kind, e.name.as_str()))
+            .collect();
+        assert!(kinds.contains(&(EntityKind::Struct, "S")));
+        assert!(kinds.contains(&(EntityKind::Constructor, "S")));
+        assert!(kinds.contains(&(EntityKind::Destructor, "~S")));
+        assert!(kinds.contains(&(EntityKind::TypeAlias, "T")));
+        assert!(kinds.contains(&(EntityKind::TypeAlias, "R")));
+        assert!(kinds.contains(&(EntityKind::Enum, "Dir")));
+        assert!(kinds.contains(&(EntityKind::Union, "U")));
+        assert!(kinds.contains(&(EntityKind::Class, "Fwd")));
+        let ctor = p
+            .entities
+            .iter()
+            .find(|e| e.kind == EntityKind::Constructor)
+            .unwrap();
+        assert_eq!(ctor.signature, "S(int a)");
+        let s = p
+            .entities
+            .iter()
+            .find(|e| e.name == "S" && e.kind == EntityKind::Struct)
+            .unwrap();
+        assert_eq!(s.bases, vec!["Base".to_string()]);
+    }
+
+    #[test]
+    fn comments_trailing_code_are_not_doc() {
+        let src =
+            "int a; // about a\nvoid f();\n\n// detached\n\nvoid g();\n// one\n// two\nvoid h();\n";
+        let p = parse(src);
+        let doc = |n: &str| {
+            p.entities
+                .iter()
+                .find(|e| e.name == n)
+                .unwrap()
+                .doc_comment
+                .clone()
+        };
+        assert_eq!(doc("f"), None);
+        assert_eq!(doc("g"), None);
+        assert_eq!(doc("h").as_deref(), Some("one\ntwo"));
+    }
+
+    #[test]
+    fn includes_recorded() {
+        let p = parse("#include \"Field/BareField.h\"\n#include <vector>\n");
+        assert_eq!(
+            p.includes,
+            vec![
+                ("Field/BareField.h".into(), false, 1),
+                ("vector".into(), true, 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn broken_code_never_panics() {
+        for src in [
+            "{{{{",
+            "}}}}",
+            "class {",
+            "template <",
+            "void f(",
+            "namespace { int",
+            "\0\0",
+            "operator",
+        ] {
+            let _ = parse(src);
+        }
+    }
+}
