@@ -453,6 +453,7 @@ fn error_file(e: &CoreError) -> Option<&str> {
         | CoreError::Inconsistent { file, .. } => Some(file),
         CoreError::Manifest { .. }
         | CoreError::ModelMismatch { .. }
+        | CoreError::Malformed { .. }
         | CoreError::Settings { .. } => None,
     }
 }
@@ -757,6 +758,7 @@ fn variant_name(e: &CoreError) -> &'static str {
         CoreError::Manifest { .. } => "Manifest",
         CoreError::Inconsistent { .. } => "Inconsistent",
         CoreError::ModelMismatch { .. } => "ModelMismatch",
+        CoreError::Malformed { .. } => "Malformed",
         CoreError::Settings { .. } => "Settings",
     }
 }

@@ -528,10 +528,7 @@ pub fn build_site_index(
         &lexical.terms,
         &features,
     )
-    .map_err(|message| CoreError::Inconsistent {
-        file: "search shard".into(),
-        message,
-    })?;
+    .map_err(|e| e.in_file("search shard"))?;
     let search = SearchShard {
         tables,
         weights: lexical.weights.clone(),
@@ -654,7 +651,7 @@ impl WebIndex {
             file: info.name.clone(),
             message,
         };
-        let t = s.tables.unpack().map_err(inconsistent)?;
+        let t = s.tables.unpack().map_err(|e| e.in_file(&info.name))?;
         let data = IndexData {
             files: t.files,
             entities: t.entities,
@@ -662,7 +659,9 @@ impl WebIndex {
             edges: t.edges,
         };
         data.check_ids()?;
-        t.features.check(data.chunks.len()).map_err(inconsistent)?;
+        t.features
+            .check(data.chunks.len())
+            .map_err(|e| e.in_file(&info.name))?;
         let n = data.chunks.len();
         if s.doc_len.len() != n {
             return Err(inconsistent(format!(

@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::CoreError;
 use crate::model::{
     Chunk, CodeFrame, Edge, EdgeKind, Entity, EntityKind, Gloss, GlossSource, Include, Language,
     Scope, SourceFile, SourceType,
@@ -216,14 +217,17 @@ impl Tables {
         edges: &[Edge],
         terms: &[String],
         features: &TextFeatures,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, CoreError> {
         let mut t = Tables::default();
         let f = &mut t.files;
         let mut previous = "";
         let mut previous_module = "";
         for (i, file) in files.iter().enumerate() {
             if file.id as usize != i {
-                return Err(format!("file {} sits at position {i}", file.id));
+                return Err(CoreError::malformed(format!(
+                    "file {} sits at position {i}",
+                    file.id
+                )));
             }
             f.path.push(previous, &file.path);
             f.language.push(file.language);
@@ -241,7 +245,10 @@ impl Tables {
         let mut last_file = 0u32;
         for (i, e) in entities.iter().enumerate() {
             if e.id as usize != i {
-                return Err(format!("entity {} sits at position {i}", e.id));
+                return Err(CoreError::malformed(format!(
+                    "entity {} sits at position {i}",
+                    e.id
+                )));
             }
             let (qualified, parent_symbol, module) =
                 predict_entity(files, &entities[..i], e.kind, &e.name, e.parent, e.file);
@@ -266,11 +273,14 @@ impl Tables {
         let mut last_start = 0u32;
         for (i, c) in chunks.iter().enumerate() {
             if c.id as usize != i {
-                return Err(format!("chunk {} sits at position {i}", c.id));
+                return Err(CoreError::malformed(format!(
+                    "chunk {} sits at position {i}",
+                    c.id
+                )));
             }
-            let e = entities
-                .get(c.entity as usize)
-                .ok_or_else(|| format!("chunk {i} names entity {}", c.entity))?;
+            let e = entities.get(c.entity as usize).ok_or_else(|| {
+                CoreError::malformed(format!("chunk {i} names entity {}", c.entity))
+            })?;
             let file = e.file.and_then(|f| files.get(f as usize));
             let p = predict_chunk(files, e, c.part, c.parts);
             ch.entity.push(step(last_entity, c.entity));
@@ -374,7 +384,7 @@ impl Tables {
     /// Decode. Fails with a message when columns disagree in length or a
     /// value is out of range, or when the string columns would decode to
     /// more than their budget ([`Budget`]); it never panics on any input.
-    pub fn unpack(&self) -> Result<Decoded, String> {
+    pub fn unpack(&self) -> Result<Decoded, CoreError> {
         let budget = &Budget::new(self.string_weight());
         let f = &self.files;
         let n = f.path.len();
@@ -516,7 +526,7 @@ impl Tables {
             last_entity = entity;
             let e = entities
                 .get(entity as usize)
-                .ok_or_else(|| format!("chunk {i} names entity {entity}"))?;
+                .ok_or_else(|| CoreError::malformed(format!("chunk {i} names entity {entity}")))?;
             owners.push(entity as usize);
             let file = e.file.and_then(|f| files.get(f as usize));
             let (part, parts) = (ch.part[i], ch.parts[i]);
@@ -526,7 +536,9 @@ impl Tables {
             let scope = match (ch.scope[i], file) {
                 (Some(s), _) => s,
                 (None, Some(f)) => f.scope,
-                (None, None) => return Err(format!("chunk {i} has no scope")),
+                (None, None) => {
+                    return Err(CoreError::malformed(format!("chunk {i} has no scope")))
+                }
             };
             chunks.push(Chunk {
                 id: i as u32,
@@ -565,7 +577,7 @@ impl Tables {
 
         let ed = &self.edges;
         if ed.to.len() != ed.from.len() || ed.kind.len() != ed.from.len() {
-            return Err("the edge columns differ in length".into());
+            return Err(CoreError::malformed("the edge columns differ in length"));
         }
         let mut edges = Vec::with_capacity(ed.from.len());
         let mut last_from = 0u32;
@@ -597,7 +609,7 @@ impl Tables {
         }
         let n = fe.nonblank_lines.len();
         if fe.flags.len() != n || fe.tokens.len() != n || fe.qualified.len() != n {
-            return Err("the feature columns differ in length".into());
+            return Err(CoreError::malformed("the feature columns differ in length"));
         }
         let chunks_features = (0..n)
             .map(|i| {
@@ -634,9 +646,11 @@ impl Tables {
 }
 
 /// Every column of a table has the table's `n` rows.
-fn same_len(lengths: &[usize], n: usize, what: &str) -> Result<(), String> {
+fn same_len(lengths: &[usize], n: usize, what: &str) -> Result<(), CoreError> {
     if lengths.iter().any(|&l| l != n) {
-        return Err(format!("the {what} columns differ in length"));
+        return Err(CoreError::malformed(format!(
+            "the {what} columns differ in length"
+        )));
     }
     Ok(())
 }
@@ -721,7 +735,7 @@ mod tests {
             .chain(std::iter::repeat_n(String::new(), 4096))
             .collect();
         let err = t.unpack().unwrap_err();
-        assert!(err.contains("decode to more than"), "{err}");
+        assert!(err.to_string().contains("decode to more than"), "{err}");
     }
 
     #[test]
@@ -748,7 +762,7 @@ mod tests {
             en.gloss_model.push(None);
         }
         let err = t.unpack().unwrap_err();
-        assert!(err.contains("decode to more than"), "{err}");
+        assert!(err.to_string().contains("decode to more than"), "{err}");
         // A shallow tree of the same size decodes.
         t.entities.parent = vec![0; n as usize];
         assert_eq!(t.unpack().unwrap().entities.len(), n as usize);
