@@ -331,6 +331,59 @@ pub struct Counts {
     pub files_with_warnings: u64,
 }
 
+/// What a JSON manifest (`manifest.json`, the web's `codegloss.json`)
+/// must say about its format for [`from_versioned_json`] to accept it.
+pub(crate) struct JsonFormat {
+    /// The `format` field's value.
+    pub(crate) name: &'static str,
+    /// The `format_version` this build reads.
+    pub(crate) version: u32,
+    /// The file, as errors name it.
+    pub(crate) file: &'static str,
+    /// Whether parse and format-name messages start with `file` (not for
+    /// `manifest.json`, which [`CoreError::Manifest`] names already).
+    pub(crate) file_in_messages: bool,
+}
+
+/// A manifest as pretty JSON with a trailing newline.
+pub(crate) fn to_pretty_json<T: Serialize>(manifest: &T) -> String {
+    let mut s = serde_json::to_string_pretty(manifest).expect("manifest serialises");
+    s.push('\n');
+    s
+}
+
+/// Parse a JSON manifest, then check the format name and version that
+/// `header` reads from it: a [`CoreError::Manifest`] for bad JSON or
+/// another format, [`CoreError::UnsupportedVersion`] for another version.
+pub(crate) fn from_versioned_json<T: DeserializeOwned>(
+    text: &str,
+    format: &JsonFormat,
+    header: fn(&T) -> (&str, u32),
+) -> Result<T, CoreError> {
+    let prefix = if format.file_in_messages {
+        format!("{}: ", format.file)
+    } else {
+        String::new()
+    };
+    let m: T = serde_json::from_str(text).map_err(|e| CoreError::Manifest {
+        message: format!("{prefix}{e}"),
+    })?;
+    let (name, version) = header(&m);
+    if name != format.name {
+        return Err(CoreError::Manifest {
+            message: format!("{prefix}format is {name:?}, expected {:?}", format.name),
+        });
+    }
+    if version != format.version {
+        return Err(CoreError::UnsupportedVersion {
+            file: format.file.into(),
+            found: version,
+            expected: format.version,
+        });
+    }
+    Ok(m)
+}
+
 /// `manifest.json`: the small, human-readable description of an index.
 ///
 /// It holds no timestamps, so that identical input gives an identical file.
@@ -368,29 +421,20 @@ impl Manifest {
 
     /// Serialise as pretty JSON with a trailing newline.
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("manifest serialises");
-        s.push('\n');
-        s
+        to_pretty_json(self)
     }
 
     /// Parse and check the format name and version.
     pub fn from_json(text: &str) -> Result<Self, CoreError> {
-        let m: Manifest = serde_json::from_str(text).map_err(|e| CoreError::Manifest {
-            message: e.to_string(),
-        })?;
-        if m.format != Self::FORMAT_NAME {
-            return Err(CoreError::Manifest {
-                message: format!("format is {:?}, expected {:?}", m.format, Self::FORMAT_NAME),
-            });
-        }
-        if m.format_version != FORMAT_VERSION {
-            return Err(CoreError::UnsupportedVersion {
-                file: "manifest.json".into(),
-                found: m.format_version,
-                expected: FORMAT_VERSION,
-            });
-        }
-        Ok(m)
+        let format = JsonFormat {
+            name: Self::FORMAT_NAME,
+            version: FORMAT_VERSION,
+            file: "manifest.json",
+            file_in_messages: false,
+        };
+        from_versioned_json(text, &format, |m: &Manifest| {
+            (m.format.as_str(), m.format_version)
+        })
     }
 
     /// The manifest's entry for one data file. Its name comes from an

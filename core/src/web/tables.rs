@@ -22,21 +22,9 @@ use crate::model::{
     Scope, SourceFile, SourceType,
 };
 use crate::retrieve::features::{ChunkFeatures, TextFeatures};
+use crate::text::{base_name, file_name};
 
 use super::columns::{opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn};
-
-/// Last `/`-separated component of a path.
-fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// A file name without its extension (`Field.h` gives `Field`).
-pub fn base_name(name: &str) -> &str {
-    match name.rfind('.') {
-        Some(k) if k > 0 => &name[..k],
-        _ => name,
-    }
-}
 
 /// Files, without their hashes, parse statistics or warnings (nothing in
 /// the browser reads them; the manifest's build id identifies the index).
@@ -459,33 +447,24 @@ impl Tables {
                 predict_entity(&files, &entities, kind, &name, parent, file);
             let parent_symbol = en.parent_symbol.get(i, &parent_symbol, budget)?;
             class_names.push(parent_symbol.clone());
+            let qualified_name = en.qualified_name.get(i, &qualified, budget)?;
+            let module = en.module.get(i, &module, budget)?;
+            // Display fields travel in text shards; concept text only feeds
+            // the keyword index and the vectors, which the web layout ships
+            // already built.
             entities.push(Entity {
-                id,
-                kind,
-                qualified_name: en.qualified_name.get(i, &qualified, budget)?,
-                name,
                 parent,
                 parent_symbol,
-                class_name: None,
                 file,
-                span: None,
-                signature: String::new(),
-                return_type: None,
-                params: Vec::new(),
-                template_params: None,
-                bases: Vec::new(),
-                doc_comment: None,
                 is_definition: en.is_definition[i],
                 section_path: en.section_path[i].clone(),
-                module: en.module.get(i, &module, budget)?,
+                module,
                 gloss: Gloss {
                     text: String::new(),
                     source: en.gloss_source[i],
                     model: en.gloss_model[i].clone(),
                 },
-                // Concept text only feeds the keyword index and the
-                // vectors, which the web layout ships already built.
-                concepts: String::new(),
+                ..Entity::new(id, kind, name, qualified_name)
             });
         }
         let decoded = en
