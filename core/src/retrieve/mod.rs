@@ -9,6 +9,13 @@
 //!
 //! The caller embeds the question (query vector) and hands it in; without
 //! one, retrieval runs on keywords and structure alone.
+//!
+//! [`retrieve`] runs the stages in order, one module each: `pool` (the
+//! candidates and the dense feedback), `rerank`, `filter` (test/build
+//! noise), `select` (primaries), `expand` (structural and supplementary)
+//! and `filter` again (the final context). Their weights are named
+//! constants in those modules, not settings: [`RetrievalSettings`] is
+//! written into every manifest.
 
 pub mod baseline;
 pub mod corpus;

@@ -50,6 +50,8 @@ const COMPARISON_NON_RECORD_DISTANCE: f32 = 0.5;
 const NOISE_DISTANCE: f32 = 1.0;
 /// Lower bound of the best BM25 score used to normalise BM25 shares.
 pub(super) const BM25_MAX_FLOOR: f32 = 1e-6;
+/// The best BM25 score taken when no chunk matches a question token.
+const BM25_MAX_WITHOUT_MATCHES: f32 = 1.0;
 /// Lower bound of the feedback vector's norm before renormalising.
 const NORM_FLOOR: f32 = 1e-12;
 
@@ -66,7 +68,8 @@ pub(super) struct Candidate {
 pub(super) struct Bm25 {
     /// Score of every chunk, by chunk id.
     pub(super) scores: Vec<f32>,
-    /// The best score (at least [`BM25_MAX_FLOOR`]; 1 when nothing matches).
+    /// The best score (at least [`BM25_MAX_FLOOR`];
+    /// [`BM25_MAX_WITHOUT_MATCHES`] when nothing matches).
     pub(super) max: f32,
 }
 
@@ -155,7 +158,10 @@ pub(super) fn gather(
     bm25.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     bm25.truncate(settings.bm25_k);
     let bm25_scores = Bm25 {
-        max: bm25.first().map_or(1.0, |x| x.1).max(BM25_MAX_FLOOR),
+        max: bm25
+            .first()
+            .map_or(BM25_MAX_WITHOUT_MATCHES, |x| x.1)
+            .max(BM25_MAX_FLOOR),
         scores,
     };
 

@@ -369,9 +369,10 @@ impl Tables {
         .sum()
     }
 
-    /// Decode. Fails with a message when columns disagree in length or a
-    /// value is out of range, or when the string columns would decode to
-    /// more than their budget ([`Budget`]); it never panics on any input.
+    /// Decode. Fails with [`CoreError::Malformed`] when columns disagree in
+    /// length or a value is out of range, or when the string columns would
+    /// decode to more than their budget (`columns::Budget`); it never
+    /// panics on any input.
     pub fn unpack(&self) -> Result<Decoded, CoreError> {
         let budget = &Budget::new(self.string_weight());
         let f = &self.files;
