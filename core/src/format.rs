@@ -122,6 +122,26 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Check the bytes of `file` against the size and SHA-256 (hex) that a
+/// manifest lists for it: [`CoreError::ChecksumMismatch`] when either
+/// differs. One check for the native data files and the web's shards.
+pub(crate) fn verify_listed(
+    file: &str,
+    bytes: &[u8],
+    listed_bytes: u64,
+    listed_sha256: &str,
+) -> Result<(), CoreError> {
+    let computed = sha256_hex(bytes);
+    if listed_bytes != bytes.len() as u64 || listed_sha256 != computed {
+        return Err(CoreError::ChecksumMismatch {
+            file: file.into(),
+            stored: listed_sha256.into(),
+            computed,
+        });
+    }
+    Ok(())
+}
+
 /// Encode a value as a data file of the given kind.
 pub fn encode_data_file<T: Serialize>(kind: DataKind, value: &T) -> Result<Vec<u8>, CoreError> {
     let payload =
@@ -470,16 +490,7 @@ impl Manifest {
     /// Check one data file's bytes against the manifest entry.
     pub fn verify_data_file(&self, kind: DataKind, bytes: &[u8]) -> Result<(), CoreError> {
         let info = self.data_file(kind)?;
-        let name = info.name.as_str();
-        let computed = sha256_hex(bytes);
-        if info.bytes != bytes.len() as u64 || info.sha256 != computed {
-            return Err(CoreError::ChecksumMismatch {
-                file: name.into(),
-                stored: info.sha256.clone(),
-                computed,
-            });
-        }
-        Ok(())
+        verify_listed(&info.name, bytes, info.bytes, &info.sha256)
     }
 }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{ShardInfo, ShardKind, WEB_FORMAT_VERSION, WEB_MAGIC};
 use crate::error::CoreError;
-use crate::format::{bincode_config, sha256_hex};
+use crate::format::{bincode_config, sha256_hex, verify_listed};
 
 /// Magic number, version and kind tag (with three zero bytes).
 const SHARD_HEADER: usize = 8 + 4 + 4;
@@ -44,14 +44,7 @@ pub(super) fn wrap_shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
 /// inflated payload.
 pub fn open_shard(info: &ShardInfo, bytes: &[u8]) -> Result<Vec<u8>, CoreError> {
     let file = info.name.as_str();
-    let computed = sha256_hex(bytes);
-    if info.bytes != bytes.len() as u64 || info.sha256 != computed {
-        return Err(CoreError::ChecksumMismatch {
-            file: file.into(),
-            stored: info.sha256.clone(),
-            computed,
-        });
-    }
+    verify_listed(file, bytes, info.bytes, &info.sha256)?;
     if bytes.len() < SHARD_HEADER {
         return Err(CoreError::Truncated {
             file: file.into(),
