@@ -46,10 +46,12 @@ struct Proxy<D>(D);
 /// wrapped in [`Proxy`] too.
 struct Wrap<V>(V);
 
+/// Forward each `deserialize_*` method, with its leading arguments, to the
+/// inner deserializer with the visitor wrapped.
 macro_rules! forward {
-    ($($method:ident),*) => {
-        $(fn $method<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-            self.0.$method(Wrap(v))
+    ($($method:ident($($arg:ident: $t:ty),*)),* $(,)?) => {
+        $(fn $method<V: Visitor<'de>>(self, $($arg: $t,)* v: V) -> Result<V::Value, Self::Error> {
+            self.0.$method($($arg,)* Wrap(v))
         })*
     };
 }
@@ -58,84 +60,44 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Proxy<D> {
     type Error = D::Error;
 
     forward!(
-        deserialize_any,
-        deserialize_bool,
-        deserialize_i8,
-        deserialize_i16,
-        deserialize_i32,
-        deserialize_i64,
-        deserialize_i128,
-        deserialize_u8,
-        deserialize_u16,
-        deserialize_u32,
-        deserialize_u64,
-        deserialize_u128,
-        deserialize_f32,
-        deserialize_f64,
-        deserialize_char,
-        deserialize_str,
-        deserialize_bytes,
-        deserialize_option,
-        deserialize_unit,
-        deserialize_seq,
-        deserialize_map,
-        deserialize_identifier,
-        deserialize_ignored_any
+        deserialize_any(),
+        deserialize_bool(),
+        deserialize_i8(),
+        deserialize_i16(),
+        deserialize_i32(),
+        deserialize_i64(),
+        deserialize_i128(),
+        deserialize_u8(),
+        deserialize_u16(),
+        deserialize_u32(),
+        deserialize_u64(),
+        deserialize_u128(),
+        deserialize_f32(),
+        deserialize_f64(),
+        deserialize_char(),
+        deserialize_str(),
+        deserialize_bytes(),
+        deserialize_option(),
+        deserialize_unit(),
+        deserialize_seq(),
+        deserialize_map(),
+        deserialize_identifier(),
+        deserialize_ignored_any(),
+        deserialize_unit_struct(name: &'static str),
+        deserialize_newtype_struct(name: &'static str),
+        deserialize_tuple(len: usize),
+        deserialize_tuple_struct(name: &'static str, len: usize),
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]),
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]),
     );
 
+    // The two owned reads, asked for as borrowed ones.
     fn deserialize_string<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
         self.0.deserialize_str(Wrap(v))
     }
 
     fn deserialize_byte_buf<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
         self.0.deserialize_bytes(Wrap(v))
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        v: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.0.deserialize_unit_struct(name, Wrap(v))
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        v: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.0.deserialize_newtype_struct(name, Wrap(v))
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, v: V) -> Result<V::Value, Self::Error> {
-        self.0.deserialize_tuple(len, Wrap(v))
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        v: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.0.deserialize_tuple_struct(name, len, Wrap(v))
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        v: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.0.deserialize_struct(name, fields, Wrap(v))
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        v: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.0.deserialize_enum(name, variants, Wrap(v))
     }
 
     fn is_human_readable(&self) -> bool {

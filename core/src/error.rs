@@ -105,10 +105,42 @@ pub enum CoreError {
         /// Value of the query model.
         query: String,
     },
+    /// Rows or columns of a table that do not fit together, found by the
+    /// table's own check (the search shard's columns, the text features, an
+    /// HNSW graph), which does not know the file that holds the table; the
+    /// reader reports it through [`CoreError::in_file`] as
+    /// [`CoreError::Inconsistent`] of that file.
+    #[error("{message}")]
+    Malformed {
+        /// What does not fit (which table, row or column).
+        message: String,
+    },
     /// Retrieval settings that do not parse (an unknown key, a wrong type).
     #[error("retrieval settings: {message}")]
     Settings {
         /// What is wrong.
         message: String,
     },
+}
+
+impl CoreError {
+    /// A [`CoreError::Malformed`] table.
+    pub(crate) fn malformed(message: impl Into<String>) -> Self {
+        CoreError::Malformed {
+            message: message.into(),
+        }
+    }
+
+    /// This error with the data file or shard that holds the table named:
+    /// a [`CoreError::Malformed`] table becomes [`CoreError::Inconsistent`]
+    /// of `file` with the same message; any other error is returned as is.
+    pub fn in_file(self, file: &str) -> Self {
+        match self {
+            CoreError::Malformed { message } => CoreError::Inconsistent {
+                file: file.into(),
+                message,
+            },
+            other => other,
+        }
+    }
 }

@@ -122,6 +122,26 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Check the bytes of `file` against the size and SHA-256 (hex) that a
+/// manifest lists for it: [`CoreError::ChecksumMismatch`] when either
+/// differs. One check for the native data files and the web's shards.
+pub(crate) fn verify_listed(
+    file: &str,
+    bytes: &[u8],
+    listed_bytes: u64,
+    listed_sha256: &str,
+) -> Result<(), CoreError> {
+    let computed = sha256_hex(bytes);
+    if listed_bytes != bytes.len() as u64 || listed_sha256 != computed {
+        return Err(CoreError::ChecksumMismatch {
+            file: file.into(),
+            stored: listed_sha256.into(),
+            computed,
+        });
+    }
+    Ok(())
+}
+
 /// Encode a value as a data file of the given kind.
 pub fn encode_data_file<T: Serialize>(kind: DataKind, value: &T) -> Result<Vec<u8>, CoreError> {
     let payload =
@@ -331,6 +351,59 @@ pub struct Counts {
     pub files_with_warnings: u64,
 }
 
+/// What a JSON manifest (`manifest.json`, the web's `codegloss.json`)
+/// must say about its format for [`from_versioned_json`] to accept it.
+pub(crate) struct JsonFormat {
+    /// The `format` field's value.
+    pub(crate) name: &'static str,
+    /// The `format_version` this build reads.
+    pub(crate) version: u32,
+    /// The file, as errors name it.
+    pub(crate) file: &'static str,
+    /// Whether parse and format-name messages start with `file` (not for
+    /// `manifest.json`, which [`CoreError::Manifest`] names already).
+    pub(crate) file_in_messages: bool,
+}
+
+/// A manifest as pretty JSON with a trailing newline.
+pub(crate) fn to_pretty_json<T: Serialize>(manifest: &T) -> String {
+    let mut s = serde_json::to_string_pretty(manifest).expect("manifest serialises");
+    s.push('\n');
+    s
+}
+
+/// Parse a JSON manifest, then check the format name and version that
+/// `header` reads from it: a [`CoreError::Manifest`] for bad JSON or
+/// another format, [`CoreError::UnsupportedVersion`] for another version.
+pub(crate) fn from_versioned_json<T: DeserializeOwned>(
+    text: &str,
+    format: &JsonFormat,
+    header: fn(&T) -> (&str, u32),
+) -> Result<T, CoreError> {
+    let prefix = if format.file_in_messages {
+        format!("{}: ", format.file)
+    } else {
+        String::new()
+    };
+    let m: T = serde_json::from_str(text).map_err(|e| CoreError::Manifest {
+        message: format!("{prefix}{e}"),
+    })?;
+    let (name, version) = header(&m);
+    if name != format.name {
+        return Err(CoreError::Manifest {
+            message: format!("{prefix}format is {name:?}, expected {:?}", format.name),
+        });
+    }
+    if version != format.version {
+        return Err(CoreError::UnsupportedVersion {
+            file: format.file.into(),
+            found: version,
+            expected: format.version,
+        });
+    }
+    Ok(m)
+}
+
 /// `manifest.json`: the small, human-readable description of an index.
 ///
 /// It holds no timestamps, so that identical input gives an identical file.
@@ -368,29 +441,20 @@ impl Manifest {
 
     /// Serialise as pretty JSON with a trailing newline.
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("manifest serialises");
-        s.push('\n');
-        s
+        to_pretty_json(self)
     }
 
     /// Parse and check the format name and version.
     pub fn from_json(text: &str) -> Result<Self, CoreError> {
-        let m: Manifest = serde_json::from_str(text).map_err(|e| CoreError::Manifest {
-            message: e.to_string(),
-        })?;
-        if m.format != Self::FORMAT_NAME {
-            return Err(CoreError::Manifest {
-                message: format!("format is {:?}, expected {:?}", m.format, Self::FORMAT_NAME),
-            });
-        }
-        if m.format_version != FORMAT_VERSION {
-            return Err(CoreError::UnsupportedVersion {
-                file: "manifest.json".into(),
-                found: m.format_version,
-                expected: FORMAT_VERSION,
-            });
-        }
-        Ok(m)
+        let format = JsonFormat {
+            name: Self::FORMAT_NAME,
+            version: FORMAT_VERSION,
+            file: "manifest.json",
+            file_in_messages: false,
+        };
+        from_versioned_json(text, &format, |m: &Manifest| {
+            (m.format.as_str(), m.format_version)
+        })
     }
 
     /// The manifest's entry for one data file. Its name comes from an
@@ -426,16 +490,7 @@ impl Manifest {
     /// Check one data file's bytes against the manifest entry.
     pub fn verify_data_file(&self, kind: DataKind, bytes: &[u8]) -> Result<(), CoreError> {
         let info = self.data_file(kind)?;
-        let name = info.name.as_str();
-        let computed = sha256_hex(bytes);
-        if info.bytes != bytes.len() as u64 || info.sha256 != computed {
-            return Err(CoreError::ChecksumMismatch {
-                file: name.into(),
-                stored: info.sha256.clone(),
-                computed,
-            });
-        }
-        Ok(())
+        verify_listed(&info.name, bytes, info.bytes, &info.sha256)
     }
 }
 

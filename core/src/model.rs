@@ -400,6 +400,41 @@ pub struct Entity {
     pub concepts: String,
 }
 
+impl Entity {
+    /// An entity with only its id, kind and names: no parent, file, span,
+    /// signature, parameters, bases, documentation, section or module, not
+    /// a definition, and an empty structural gloss. Callers fill in the
+    /// rest with struct update syntax (`Entity { file, ..Entity::new(..) }`).
+    pub fn new(id: EntityId, kind: EntityKind, name: String, qualified_name: String) -> Self {
+        Entity {
+            id,
+            kind,
+            name,
+            qualified_name,
+            parent: None,
+            parent_symbol: String::new(),
+            class_name: None,
+            file: None,
+            span: None,
+            signature: String::new(),
+            return_type: None,
+            params: Vec::new(),
+            template_params: None,
+            bases: Vec::new(),
+            doc_comment: None,
+            is_definition: false,
+            section_path: None,
+            module: String::new(),
+            gloss: Gloss {
+                text: String::new(),
+                source: GlossSource::Structural,
+                model: None,
+            },
+            concepts: String::new(),
+        }
+    }
+}
+
 /// One retrievable record. Every entity has at least one; long bodies and
 /// long sections are split into parts.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]

@@ -1,5 +1,6 @@
 //! Small text utilities shared by the indexer and the browser: token
-//! estimates, identifier handling that must agree on both sides, and the
+//! estimates, identifier handling that must agree on both sides (the file
+//! and base names of a repository path), and the
 //! bidirectional control characters of "Trojan Source" (CVE-2021-42574),
 //! found and made visible.
 
@@ -13,6 +14,21 @@ use std::borrow::Cow;
 /// built on it are kept.
 pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(3)
+}
+
+/// Last `/`-separated component of a repository path (`src/Field.h`
+/// gives `Field.h`).
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A file name without its extension (`Field.h` gives `Field`; a leading
+/// dot is not an extension: `.clang-format` stays as it is).
+pub fn base_name(name: &str) -> &str {
+    match name.rfind('.') {
+        Some(k) if k > 0 => &name[..k],
+        _ => name,
+    }
 }
 
 /// Whether `c` is a Unicode bidirectional control character: the
@@ -82,6 +98,17 @@ mod tests {
         assert_eq!(estimate_tokens("abc"), 1);
         assert_eq!(estimate_tokens("abcd"), 2);
         assert!(estimate_tokens("void f(int x);") >= 4);
+    }
+
+    #[test]
+    fn file_and_base_names() {
+        assert_eq!(file_name("src/core/Field.h"), "Field.h");
+        assert_eq!(file_name("Field.h"), "Field.h");
+        assert_eq!(file_name("src/"), "");
+        assert_eq!(base_name("Field.h"), "Field");
+        assert_eq!(base_name("a.tar.gz"), "a.tar");
+        assert_eq!(base_name(".clang-format"), ".clang-format");
+        assert_eq!(base_name("Makefile"), "Makefile");
     }
 
     #[test]

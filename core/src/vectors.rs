@@ -487,13 +487,13 @@ impl<'de, const N: usize> Deserialize<'de> for Links<N> {
 
 impl<P> StoredGraph<P> {
     /// Every id a search can reach lies inside the layer it indexes.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), CoreError> {
         let n = self.points.len();
         if self.zero.len() != n {
-            return Err(format!(
+            return Err(CoreError::malformed(format!(
                 "{n} points but {} zero-layer nodes",
                 self.zero.len()
-            ));
+            )));
         }
         fn ids_below<const N: usize>(nodes: &[Links<N>], bound: usize) -> bool {
             nodes.iter().all(|node| {
@@ -504,21 +504,26 @@ impl<P> StoredGraph<P> {
             })
         }
         if !ids_below(&self.zero, n) {
-            return Err("a zero-layer neighbour is not a point".into());
+            return Err(CoreError::malformed(
+                "a zero-layer neighbour is not a point",
+            ));
         }
         // A search starts at point 0 in the top layer and carries its
         // candidates down, so each layer must fit in the one below it.
         let mut below = n;
         for (i, layer) in self.layers.iter().enumerate() {
             if layer.len() > below || (layer.is_empty() && n > 0) {
-                return Err(format!(
+                return Err(CoreError::malformed(format!(
                     "layer {} has {} nodes, the layer below {below}",
                     i + 1,
                     layer.len()
-                ));
+                )));
             }
             if !ids_below(layer, layer.len()) {
-                return Err(format!("a neighbour in layer {} is outside it", i + 1));
+                return Err(CoreError::malformed(format!(
+                    "a neighbour in layer {} is outside it",
+                    i + 1
+                )));
             }
             below = layer.len();
         }

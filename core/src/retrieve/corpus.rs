@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::format::IndexData;
 use crate::lexical::{identifier_parts, stem, LexicalIndex};
 use crate::model::{EdgeKind, EntityKind};
+use crate::text::{base_name, file_name};
 use crate::vectors::VectorIndex;
 
 use super::features::TextFeatures;
@@ -126,11 +127,8 @@ impl Corpus {
         let mut by_file_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         let mut by_base_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for f in &data.files {
-            let name = f.path.rsplit('/').next().unwrap_or(&f.path).to_lowercase();
-            let base = match name.rfind('.') {
-                Some(k) if k > 0 => name[..k].to_string(),
-                _ => name.clone(),
-            };
+            let name = file_name(&f.path).to_lowercase();
+            let base = base_name(&name).to_string();
             by_file_name.entry(name).or_default().push(f.id);
             by_base_name.entry(base).or_default().push(f.id);
         }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::CoreError;
 use crate::format::IndexData;
 use crate::text::estimate_tokens;
 
@@ -135,12 +136,12 @@ impl TextFeatures {
     }
 
     /// Check that the features fit an index of `chunks` chunks.
-    pub fn check(&self, chunks: usize) -> Result<(), String> {
+    pub fn check(&self, chunks: usize) -> Result<(), CoreError> {
         if self.chunks.len() != chunks {
-            return Err(format!(
+            return Err(CoreError::malformed(format!(
                 "features for {} chunks, index has {chunks}",
                 self.chunks.len()
-            ));
+            )));
         }
         let n = self.names.len() as u32;
         if self
@@ -149,7 +150,9 @@ impl TextFeatures {
             .flat_map(|c| &c.qualified)
             .any(|q| q & !CALLED >= n)
         {
-            return Err("a chunk names a qualified name outside the table".into());
+            return Err(CoreError::malformed(
+                "a chunk names a qualified name outside the table",
+            ));
         }
         Ok(())
     }

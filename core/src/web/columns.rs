@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::CoreError;
+
 /// A string column stored as differences from a predicted string: per row,
 /// how many bytes to cut from the end of the prediction and what to append.
 /// A correct prediction costs `(0, "")`.
@@ -37,15 +39,19 @@ impl DiffColumn {
         row: usize,
         predicted: &str,
         budget: &Budget,
-    ) -> Result<String, String> {
+    ) -> Result<String, CoreError> {
         let (Some(&cut), Some(append)) = (self.cut.get(row), self.append.get(row)) else {
-            return Err(format!("string column has no row {row}"));
+            return Err(CoreError::malformed(format!(
+                "string column has no row {row}"
+            )));
         };
         let keep = predicted
             .len()
             .checked_sub(cut as usize)
             .filter(|&k| predicted.is_char_boundary(k))
-            .ok_or_else(|| format!("row {row} cuts {cut} bytes from a shorter string"))?;
+            .ok_or_else(|| {
+                CoreError::malformed(format!("row {row} cuts {cut} bytes from a shorter string"))
+            })?;
         budget.spend(keep + append.len())?;
         Ok(format!("{}{append}", &predicted[..keep]))
     }
@@ -81,12 +87,12 @@ impl Budget {
         ))
     }
 
-    pub(crate) fn spend(&self, bytes: usize) -> Result<(), String> {
+    pub(crate) fn spend(&self, bytes: usize) -> Result<(), CoreError> {
         let left = self.0.get().checked_sub(bytes).ok_or_else(|| {
-            format!(
+            CoreError::malformed(format!(
                 "the string columns decode to more than {} MiB plus {DECODED_PER_BYTE} bytes per byte of them",
                 DECODED_BASE >> 20
-            )
+            ))
         })?;
         self.0.set(left);
         Ok(())
@@ -119,7 +125,7 @@ impl OptDiffColumn {
         &self,
         predictions: impl Iterator<Item = Option<&'a str>>,
         budget: &Budget,
-    ) -> Result<Vec<Option<String>>, String> {
+    ) -> Result<Vec<Option<String>>, CoreError> {
         let mut next = 0usize;
         self.tag
             .iter()
@@ -136,7 +142,9 @@ impl OptDiffColumn {
                         .get(next - 1, predicted.unwrap_or(""), budget)
                         .map(Some)
                 }
-                t => Err(format!("optional string column has tag {t}")),
+                t => Err(CoreError::malformed(format!(
+                    "optional string column has tag {t}"
+                ))),
             })
             .collect()
     }
@@ -156,8 +164,9 @@ pub(crate) fn step(previous: u32, value: u32) -> u64 {
     zigzag(i64::from(value) - i64::from(previous))
 }
 
-pub(crate) fn unstep(previous: u32, v: u64, what: &str) -> Result<u32, String> {
-    u32::try_from(i64::from(previous) + unzigzag(v)).map_err(|_| format!("{what} out of range"))
+pub(crate) fn unstep(previous: u32, v: u64, what: &str) -> Result<u32, CoreError> {
+    u32::try_from(i64::from(previous) + unzigzag(v))
+        .map_err(|_| CoreError::malformed(format!("{what} out of range")))
 }
 
 /// An optional id as a step from a reference: 0 for none, else step + 1.
@@ -165,7 +174,7 @@ pub(crate) fn opt_step(reference: u32, value: Option<u32>) -> u64 {
     value.map_or(0, |v| step(reference, v) + 1)
 }
 
-pub(crate) fn unopt_step(reference: u32, v: u64, what: &str) -> Result<Option<u32>, String> {
+pub(crate) fn unopt_step(reference: u32, v: u64, what: &str) -> Result<Option<u32>, CoreError> {
     match v {
         0 => Ok(None),
         v => unstep(reference, v - 1, what).map(Some),

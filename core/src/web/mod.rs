@@ -20,11 +20,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
-use crate::format::{bincode_config, sha256_hex, Counts, EmbeddingInfo, IndexData, Manifest};
+use crate::format::{
+    from_versioned_json, sha256_hex, to_pretty_json, Counts, EmbeddingInfo, IndexData, JsonFormat,
+    Manifest,
+};
 use crate::lexical::LexicalIndex;
 use crate::model::{Chunk, CodeFrame, Entity};
 use crate::retrieve::features::TextFeatures;
@@ -32,8 +34,11 @@ use crate::retrieve::Corpus;
 use crate::vectors::VectorIndex;
 
 mod columns;
+mod shard;
 mod tables;
-pub use tables::{base_name, Tables};
+pub use shard::open_shard;
+use shard::{decode_shard, encode_shard, shard, wrap_shard};
+pub use tables::Tables;
 
 /// Magic number at the start of every shard.
 pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
@@ -50,9 +55,6 @@ pub const POSTINGS_PER_SHARD: usize = 12_000;
 /// evidence cards usually lie in several shards, so this bounds the bytes
 /// a later question costs.
 pub const TEXT_SHARD_RAW_BYTES: usize = 64 * 1024;
-const SHARD_HEADER: usize = 8 + 4 + 4;
-/// Upper bound on an inflated shard, so a hostile file cannot exhaust memory.
-const INFLATE_LIMIT: usize = 1 << 28;
 
 /// What a shard holds.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -155,33 +157,20 @@ impl WebManifest {
 
     /// Serialise as pretty JSON with a trailing newline.
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("manifest serialises");
-        s.push('\n');
-        s
+        to_pretty_json(self)
     }
 
     /// Parse and check the format name and version.
     pub fn from_json(text: &str) -> Result<Self, CoreError> {
-        let m: WebManifest = serde_json::from_str(text).map_err(|e| CoreError::Manifest {
-            message: format!("{WEB_MANIFEST}: {e}"),
-        })?;
-        if m.format != Self::FORMAT_NAME {
-            return Err(CoreError::Manifest {
-                message: format!(
-                    "{WEB_MANIFEST}: format is {:?}, expected {:?}",
-                    m.format,
-                    Self::FORMAT_NAME
-                ),
-            });
-        }
-        if m.format_version != WEB_FORMAT_VERSION {
-            return Err(CoreError::UnsupportedVersion {
-                file: WEB_MANIFEST.into(),
-                found: m.format_version,
-                expected: WEB_FORMAT_VERSION,
-            });
-        }
-        Ok(m)
+        let format = JsonFormat {
+            name: Self::FORMAT_NAME,
+            version: WEB_FORMAT_VERSION,
+            file: WEB_MANIFEST,
+            file_in_messages: true,
+        };
+        from_versioned_json(text, &format, |m: &WebManifest| {
+            (m.format.as_str(), m.format_version)
+        })
     }
 
     /// The shards of one kind, in manifest order, with their positions.
@@ -324,29 +313,32 @@ pub struct ChunkText {
 }
 
 impl ChunkText {
+    /// Move the display fields out of `c`, leaving them empty.
     fn take(c: &mut Chunk) -> Self {
-        ChunkText {
+        let mut text = ChunkText {
             id: c.id,
-            code: std::mem::take(&mut c.code),
-            frame: std::mem::take(&mut c.frame),
-            leading_comment: c.leading_comment.take(),
-            parameters: std::mem::take(&mut c.parameters),
-            return_type: c.return_type.take(),
-            section_path: c.section_path.take(),
-            file_name: std::mem::take(&mut c.file_name),
-            module: std::mem::take(&mut c.module),
-        }
+            ..ChunkText::default()
+        };
+        text.exchange(c);
+        text
     }
 
-    fn restore(self, c: &mut Chunk) {
-        c.code = self.code;
-        c.frame = self.frame;
-        c.leading_comment = self.leading_comment;
-        c.parameters = self.parameters;
-        c.return_type = self.return_type;
-        c.section_path = self.section_path;
-        c.file_name = self.file_name;
-        c.module = self.module;
+    /// Put the display fields back into `c`.
+    fn restore(mut self, c: &mut Chunk) {
+        self.exchange(c);
+    }
+
+    /// Swap every display field with `c`'s: the one list of what a text
+    /// shard carries for a chunk.
+    fn exchange(&mut self, c: &mut Chunk) {
+        std::mem::swap(&mut self.code, &mut c.code);
+        std::mem::swap(&mut self.frame, &mut c.frame);
+        std::mem::swap(&mut self.leading_comment, &mut c.leading_comment);
+        std::mem::swap(&mut self.parameters, &mut c.parameters);
+        std::mem::swap(&mut self.return_type, &mut c.return_type);
+        std::mem::swap(&mut self.section_path, &mut c.section_path);
+        std::mem::swap(&mut self.file_name, &mut c.file_name);
+        std::mem::swap(&mut self.module, &mut c.module);
     }
 }
 
@@ -381,122 +373,31 @@ impl EntityText {
         // Concept text only feeds the keyword index and the vectors, which
         // the web layout ships already built: it is not shipped at all.
         e.concepts.clear();
-        EntityText {
+        let mut text = EntityText {
             id: e.id,
-            gloss: std::mem::take(&mut e.gloss.text),
-            doc_comment: e.doc_comment.take(),
-            signature: std::mem::take(&mut e.signature),
-            params: std::mem::take(&mut e.params),
-            template_params: e.template_params.take(),
-            bases: std::mem::take(&mut e.bases),
-            return_type: e.return_type.take(),
-            span: e.span.take(),
-        }
+            ..EntityText::default()
+        };
+        text.exchange(e);
+        text
     }
 
-    fn restore(self, e: &mut Entity) {
-        e.gloss.text = self.gloss;
-        e.doc_comment = self.doc_comment;
-        e.signature = self.signature;
-        e.params = self.params;
-        e.template_params = self.template_params;
-        e.bases = self.bases;
-        e.return_type = self.return_type;
-        e.span = self.span;
+    /// Put the display fields back into `e`.
+    fn restore(mut self, e: &mut Entity) {
+        self.exchange(e);
     }
-}
 
-fn encode_shard<T: Serialize>(kind: ShardKind, value: &T) -> Result<Vec<u8>, CoreError> {
-    let payload =
-        bincode::serde::encode_to_vec(value, bincode_config()).map_err(|e| CoreError::Encode {
-            file: kind.as_str().into(),
-            message: e.to_string(),
-        })?;
-    Ok(wrap_shard(kind, &payload))
-}
-
-fn wrap_shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
-    let packed = miniz_oxide::deflate::compress_to_vec(payload, 9);
-    let mut out = Vec::with_capacity(SHARD_HEADER + packed.len());
-    out.extend_from_slice(&WEB_MAGIC);
-    out.extend_from_slice(&WEB_FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&[kind.tag(), 0, 0, 0]);
-    out.extend_from_slice(&packed);
-    out
-}
-
-/// Check a shard's bytes against its manifest entry and return the
-/// inflated payload.
-pub fn open_shard(info: &ShardInfo, bytes: &[u8]) -> Result<Vec<u8>, CoreError> {
-    let file = info.name.as_str();
-    let computed = sha256_hex(bytes);
-    if info.bytes != bytes.len() as u64 || info.sha256 != computed {
-        return Err(CoreError::ChecksumMismatch {
-            file: file.into(),
-            stored: info.sha256.clone(),
-            computed,
-        });
+    /// Swap every display field with `e`'s: the one list of what a text
+    /// shard carries for an entity.
+    fn exchange(&mut self, e: &mut Entity) {
+        std::mem::swap(&mut self.gloss, &mut e.gloss.text);
+        std::mem::swap(&mut self.doc_comment, &mut e.doc_comment);
+        std::mem::swap(&mut self.signature, &mut e.signature);
+        std::mem::swap(&mut self.params, &mut e.params);
+        std::mem::swap(&mut self.template_params, &mut e.template_params);
+        std::mem::swap(&mut self.bases, &mut e.bases);
+        std::mem::swap(&mut self.return_type, &mut e.return_type);
+        std::mem::swap(&mut self.span, &mut e.span);
     }
-    if bytes.len() < SHARD_HEADER {
-        return Err(CoreError::Truncated {
-            file: file.into(),
-            got: bytes.len() as u64,
-            expected: SHARD_HEADER as u64,
-        });
-    }
-    if bytes[..8] != WEB_MAGIC {
-        return Err(CoreError::BadMagic { file: file.into() });
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != WEB_FORMAT_VERSION {
-        return Err(CoreError::UnsupportedVersion {
-            file: file.into(),
-            found: version,
-            expected: WEB_FORMAT_VERSION,
-        });
-    }
-    if bytes[12] != info.kind.tag() || bytes[13..16] != [0, 0, 0] {
-        return Err(CoreError::WrongKind {
-            file: file.into(),
-            found: format!("tag {}", bytes[12]),
-            expected: info.kind.as_str().into(),
-        });
-    }
-    miniz_oxide::inflate::decompress_to_vec_with_limit(&bytes[SHARD_HEADER..], INFLATE_LIMIT)
-        .map_err(|e| CoreError::Decode {
-            file: file.into(),
-            message: format!("cannot inflate: {e}"),
-        })
-}
-
-fn decode_shard<T: DeserializeOwned>(info: &ShardInfo, bytes: &[u8]) -> Result<T, CoreError> {
-    let payload = open_shard(info, bytes)?;
-    let (value, used) = crate::bounded::decode(&payload).map_err(|e| CoreError::Decode {
-        file: info.name.clone(),
-        message: e.to_string(),
-    })?;
-    if used != payload.len() {
-        return Err(CoreError::Decode {
-            file: info.name.clone(),
-            message: format!("{} bytes left after decoding", payload.len() - used),
-        });
-    }
-    Ok(value)
-}
-
-fn shard(kind: ShardKind, bytes: Vec<u8>, chunks: Option<[u32; 2]>) -> (ShardInfo, Vec<u8>) {
-    let sha256 = sha256_hex(&bytes);
-    (
-        ShardInfo {
-            kind,
-            name: format!("shards/{}-{sha256}.bin", kind.as_str()),
-            bytes: bytes.len() as u64,
-            sha256,
-            chunks,
-            terms: None,
-        },
-        bytes,
-    )
 }
 
 /// The index of a site: the manifest and every shard's bytes (paths as the
@@ -528,10 +429,7 @@ pub fn build_site_index(
         &lexical.terms,
         &features,
     )
-    .map_err(|message| CoreError::Inconsistent {
-        file: "search shard".into(),
-        message,
-    })?;
+    .map_err(|e| e.in_file("search shard"))?;
     let search = SearchShard {
         tables,
         weights: lexical.weights.clone(),
@@ -654,7 +552,7 @@ impl WebIndex {
             file: info.name.clone(),
             message,
         };
-        let t = s.tables.unpack().map_err(inconsistent)?;
+        let t = s.tables.unpack().map_err(|e| e.in_file(&info.name))?;
         let data = IndexData {
             files: t.files,
             entities: t.entities,
@@ -662,7 +560,9 @@ impl WebIndex {
             edges: t.edges,
         };
         data.check_ids()?;
-        t.features.check(data.chunks.len()).map_err(inconsistent)?;
+        t.features
+            .check(data.chunks.len())
+            .map_err(|e| e.in_file(&info.name))?;
         let n = data.chunks.len();
         if s.doc_len.len() != n {
             return Err(inconsistent(format!(

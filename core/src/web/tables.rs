@@ -16,26 +16,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::CoreError;
 use crate::model::{
     Chunk, CodeFrame, Edge, EdgeKind, Entity, EntityKind, Gloss, GlossSource, Include, Language,
     Scope, SourceFile, SourceType,
 };
 use crate::retrieve::features::{ChunkFeatures, TextFeatures};
+use crate::text::{base_name, file_name};
 
 use super::columns::{opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn};
-
-/// Last `/`-separated component of a path.
-fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// A file name without its extension (`Field.h` gives `Field`).
-pub fn base_name(name: &str) -> &str {
-    match name.rfind('.') {
-        Some(k) if k > 0 => &name[..k],
-        _ => name,
-    }
-}
 
 /// Files, without their hashes, parse statistics or warnings (nothing in
 /// the browser reads them; the manifest's build id identifies the index).
@@ -216,14 +205,17 @@ impl Tables {
         edges: &[Edge],
         terms: &[String],
         features: &TextFeatures,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, CoreError> {
         let mut t = Tables::default();
         let f = &mut t.files;
         let mut previous = "";
         let mut previous_module = "";
         for (i, file) in files.iter().enumerate() {
             if file.id as usize != i {
-                return Err(format!("file {} sits at position {i}", file.id));
+                return Err(CoreError::malformed(format!(
+                    "file {} sits at position {i}",
+                    file.id
+                )));
             }
             f.path.push(previous, &file.path);
             f.language.push(file.language);
@@ -241,7 +233,10 @@ impl Tables {
         let mut last_file = 0u32;
         for (i, e) in entities.iter().enumerate() {
             if e.id as usize != i {
-                return Err(format!("entity {} sits at position {i}", e.id));
+                return Err(CoreError::malformed(format!(
+                    "entity {} sits at position {i}",
+                    e.id
+                )));
             }
             let (qualified, parent_symbol, module) =
                 predict_entity(files, &entities[..i], e.kind, &e.name, e.parent, e.file);
@@ -266,11 +261,14 @@ impl Tables {
         let mut last_start = 0u32;
         for (i, c) in chunks.iter().enumerate() {
             if c.id as usize != i {
-                return Err(format!("chunk {} sits at position {i}", c.id));
+                return Err(CoreError::malformed(format!(
+                    "chunk {} sits at position {i}",
+                    c.id
+                )));
             }
-            let e = entities
-                .get(c.entity as usize)
-                .ok_or_else(|| format!("chunk {i} names entity {}", c.entity))?;
+            let e = entities.get(c.entity as usize).ok_or_else(|| {
+                CoreError::malformed(format!("chunk {i} names entity {}", c.entity))
+            })?;
             let file = e.file.and_then(|f| files.get(f as usize));
             let p = predict_chunk(files, e, c.part, c.parts);
             ch.entity.push(step(last_entity, c.entity));
@@ -371,10 +369,11 @@ impl Tables {
         .sum()
     }
 
-    /// Decode. Fails with a message when columns disagree in length or a
-    /// value is out of range, or when the string columns would decode to
-    /// more than their budget ([`Budget`]); it never panics on any input.
-    pub fn unpack(&self) -> Result<Decoded, String> {
+    /// Decode. Fails with [`CoreError::Malformed`] when columns disagree in
+    /// length or a value is out of range, or when the string columns would
+    /// decode to more than their budget (`columns::Budget`); it never
+    /// panics on any input.
+    pub fn unpack(&self) -> Result<Decoded, CoreError> {
         let budget = &Budget::new(self.string_weight());
         let f = &self.files;
         let n = f.path.len();
@@ -449,33 +448,24 @@ impl Tables {
                 predict_entity(&files, &entities, kind, &name, parent, file);
             let parent_symbol = en.parent_symbol.get(i, &parent_symbol, budget)?;
             class_names.push(parent_symbol.clone());
+            let qualified_name = en.qualified_name.get(i, &qualified, budget)?;
+            let module = en.module.get(i, &module, budget)?;
+            // Display fields travel in text shards; concept text only feeds
+            // the keyword index and the vectors, which the web layout ships
+            // already built.
             entities.push(Entity {
-                id,
-                kind,
-                qualified_name: en.qualified_name.get(i, &qualified, budget)?,
-                name,
                 parent,
                 parent_symbol,
-                class_name: None,
                 file,
-                span: None,
-                signature: String::new(),
-                return_type: None,
-                params: Vec::new(),
-                template_params: None,
-                bases: Vec::new(),
-                doc_comment: None,
                 is_definition: en.is_definition[i],
                 section_path: en.section_path[i].clone(),
-                module: en.module.get(i, &module, budget)?,
+                module,
                 gloss: Gloss {
                     text: String::new(),
                     source: en.gloss_source[i],
                     model: en.gloss_model[i].clone(),
                 },
-                // Concept text only feeds the keyword index and the
-                // vectors, which the web layout ships already built.
-                concepts: String::new(),
+                ..Entity::new(id, kind, name, qualified_name)
             });
         }
         let decoded = en
@@ -516,7 +506,7 @@ impl Tables {
             last_entity = entity;
             let e = entities
                 .get(entity as usize)
-                .ok_or_else(|| format!("chunk {i} names entity {entity}"))?;
+                .ok_or_else(|| CoreError::malformed(format!("chunk {i} names entity {entity}")))?;
             owners.push(entity as usize);
             let file = e.file.and_then(|f| files.get(f as usize));
             let (part, parts) = (ch.part[i], ch.parts[i]);
@@ -526,7 +516,9 @@ impl Tables {
             let scope = match (ch.scope[i], file) {
                 (Some(s), _) => s,
                 (None, Some(f)) => f.scope,
-                (None, None) => return Err(format!("chunk {i} has no scope")),
+                (None, None) => {
+                    return Err(CoreError::malformed(format!("chunk {i} has no scope")))
+                }
             };
             chunks.push(Chunk {
                 id: i as u32,
@@ -565,7 +557,7 @@ impl Tables {
 
         let ed = &self.edges;
         if ed.to.len() != ed.from.len() || ed.kind.len() != ed.from.len() {
-            return Err("the edge columns differ in length".into());
+            return Err(CoreError::malformed("the edge columns differ in length"));
         }
         let mut edges = Vec::with_capacity(ed.from.len());
         let mut last_from = 0u32;
@@ -597,7 +589,7 @@ impl Tables {
         }
         let n = fe.nonblank_lines.len();
         if fe.flags.len() != n || fe.tokens.len() != n || fe.qualified.len() != n {
-            return Err("the feature columns differ in length".into());
+            return Err(CoreError::malformed("the feature columns differ in length"));
         }
         let chunks_features = (0..n)
             .map(|i| {
@@ -634,9 +626,11 @@ impl Tables {
 }
 
 /// Every column of a table has the table's `n` rows.
-fn same_len(lengths: &[usize], n: usize, what: &str) -> Result<(), String> {
+fn same_len(lengths: &[usize], n: usize, what: &str) -> Result<(), CoreError> {
     if lengths.iter().any(|&l| l != n) {
-        return Err(format!("the {what} columns differ in length"));
+        return Err(CoreError::malformed(format!(
+            "the {what} columns differ in length"
+        )));
     }
     Ok(())
 }
@@ -721,7 +715,7 @@ mod tests {
             .chain(std::iter::repeat_n(String::new(), 4096))
             .collect();
         let err = t.unpack().unwrap_err();
-        assert!(err.contains("decode to more than"), "{err}");
+        assert!(err.to_string().contains("decode to more than"), "{err}");
     }
 
     #[test]
@@ -748,7 +742,7 @@ mod tests {
             en.gloss_model.push(None);
         }
         let err = t.unpack().unwrap_err();
-        assert!(err.contains("decode to more than"), "{err}");
+        assert!(err.to_string().contains("decode to more than"), "{err}");
         // A shallow tree of the same size decodes.
         t.entities.parent = vec![0; n as usize];
         assert_eq!(t.unpack().unwrap().entities.len(), n as usize);

@@ -10,9 +10,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
+use codegloss_core::text::file_name;
 use codegloss_core::{
-    Edge, EdgeKind, Entity, EntityKind, FileId, Gloss, GlossSource, Include, IndexData, Language,
-    ParseStats, SourceFile, Span,
+    Edge, EdgeKind, Entity, EntityKind, FileId, Include, IndexData, Language, ParseStats,
+    SourceFile, Span,
 };
 use indicatif::ProgressBar;
 use rayon::prelude::*;
@@ -111,11 +112,6 @@ fn process_file(entry: FileEntry, cfg: &Config) -> Result<FileResult, Warning> {
     })
 }
 
-/// File name part of a repository path.
-pub fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
 /// Index a repository.
 pub fn build_index(
     root: &Path,
@@ -175,30 +171,9 @@ impl Assembly {
 
 fn blank_entity(kind: EntityKind, name: String, qualified_name: String, module: String) -> Entity {
     Entity {
-        id: 0,
-        kind,
-        name,
-        qualified_name,
-        parent: None,
-        parent_symbol: String::new(),
-        class_name: None,
-        file: None,
-        span: None,
-        signature: String::new(),
-        return_type: None,
-        params: Vec::new(),
-        template_params: None,
-        bases: Vec::new(),
-        doc_comment: None,
         is_definition: true,
-        section_path: None,
         module,
-        gloss: Gloss {
-            text: String::new(),
-            source: GlossSource::Structural,
-            model: None,
-        },
-        concepts: String::new(),
+        ..Entity::new(0, kind, name, qualified_name)
     }
 }
 

@@ -14,21 +14,13 @@
 
 use std::collections::HashMap;
 
-use codegloss_core::text::estimate_tokens;
+use codegloss_core::text::{base_name, estimate_tokens, file_name};
 use codegloss_core::{Chunk, CodeFrame, Entity, EntityKind, FileId, IndexData, Scope, Span};
 
 use crate::config::ChunkConfig;
 use crate::error::Warning;
-use crate::ingest::build::file_name;
 use crate::ingest::cpp::RawEntity;
 use crate::ingest::docs::DocSection;
-
-fn base_name(name: &str) -> String {
-    match name.rfind('.') {
-        Some(k) if k > 0 => name[..k].to_string(),
-        _ => name.to_string(),
-    }
-}
 
 /// Line (1-based) of a byte offset.
 fn line_at(text: &str, byte: usize) -> u32 {
@@ -168,7 +160,7 @@ fn template_chunk(data: &IndexData, e: &Entity) -> Chunk {
         entity: e.id,
         part: 1,
         parts: 1,
-        base_name: base_name(if fname.is_empty() { &e.name } else { &fname }),
+        base_name: base_name(if fname.is_empty() { &e.name } else { &fname }).to_string(),
         file_name: fname,
         path,
         source_type: file.map(|f| f.source_type),

@@ -1,0 +1,273 @@
+//! Golden files of both index formats: the hand-built index of
+//! `common::sample()` encoded as the native data files and manifest
+//! (`golden/native/`) and laid out for the web as `codegloss.json` and its
+//! shards (`golden/web/`), checked in byte for byte.
+//!
+//! Two directions, per format: encoding the fixed data must give exactly
+//! the golden bytes, and the golden bytes must decode to the fixed data.
+//! So a serde change (a field added, renamed, reordered or retyped, an enum
+//! variant moved) that forgets to bump [`FORMAT_VERSION`] or
+//! [`WEB_FORMAT_VERSION`] fails here instead of silently breaking indexes
+//! and sites already written.
+//!
+//! After a deliberate format change (with its version bump), rewrite the
+//! files and commit them with the change:
+//!
+//! ```text
+//! UPDATE_GOLDEN=1 cargo test -p codegloss-core --test format_golden
+//! ```
+//!
+//! The web manifest also records the default retrieval settings (a site
+//! ranks with them), so changing a default rewrites `codegloss.json` too.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use codegloss_core::lexical::{FieldWeights, LexicalIndex};
+use codegloss_core::web::{build_site_index, ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
+use codegloss_core::{DataKind, Entity, Gloss, IndexData, Manifest, FORMAT_VERSION};
+use common::*;
+
+/// The environment variable that rewrites the golden files.
+const UPDATE: &str = "UPDATE_GOLDEN";
+
+/// `(path, bytes)` of every file of one format's golden folder.
+type Files = Vec<(String, Vec<u8>)>;
+
+fn golden_dir(format: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format)
+}
+
+fn updating() -> bool {
+    std::env::var(UPDATE).is_ok_and(|v| v == "1")
+}
+
+/// The fixed index in the native format: `(file name, bytes)` of every data
+/// file (the four tables and the keyword index), then `manifest.json`.
+fn native_files(data: &IndexData) -> Files {
+    let tables = encoded(data);
+    let lexical = LexicalIndex::build(data, FieldWeights::default())
+        .encode()
+        .expect("keyword index encodes");
+    let mut manifest = manifest_for(data, &tables);
+    let mut all: Vec<(DataKind, Vec<u8>)> = DataKind::ALL.iter().copied().zip(tables).collect();
+    all.push((DataKind::Lexical, lexical.clone()));
+    manifest
+        .data_files
+        .push(codegloss_core::format::DataFileInfo {
+            name: DataKind::Lexical.file_name().to_string(),
+            kind: DataKind::Lexical,
+            bytes: lexical.len() as u64,
+            sha256: codegloss_core::format::sha256_hex(&lexical),
+        });
+    let mut out: Files = all
+        .into_iter()
+        .map(|(kind, bytes)| (kind.file_name().to_string(), bytes))
+        .collect();
+    out.push(("manifest.json".into(), manifest.to_json().into_bytes()));
+    out
+}
+
+/// The fixed index laid out for the web: `codegloss.json`, then every
+/// shard under the name the manifest gives it.
+fn web_files(data: &IndexData) -> Files {
+    let tables = encoded(data);
+    let manifest = manifest_for(data, &tables);
+    let lexical = LexicalIndex::build(data, FieldWeights::default());
+    let site = build_site_index(&manifest, data, &lexical, None).expect("the web layout builds");
+    let mut out = vec![(
+        WEB_MANIFEST.to_string(),
+        site.manifest.to_json().into_bytes(),
+    )];
+    out.extend(site.files);
+    out
+}
+
+/// Every file under `dir`, as paths relative to it, sorted.
+fn list(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else if let Ok(rel) = path.strip_prefix(root) {
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Replace `dir` with exactly `files`.
+fn write(dir: &Path, files: &[(String, Vec<u8>)]) {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).expect("remove the old golden files");
+    }
+    for (name, bytes) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().expect("a golden file has a folder"))
+            .expect("create the golden folder");
+        std::fs::write(&path, bytes).expect("write a golden file");
+    }
+}
+
+/// The golden folder of `format`, rewritten first (once per run, before
+/// any test of it reads it) under `UPDATE_GOLDEN=1`.
+fn golden(format: &str) -> PathBuf {
+    static NATIVE: OnceLock<()> = OnceLock::new();
+    static WEB: OnceLock<()> = OnceLock::new();
+    let dir = golden_dir(format);
+    if updating() {
+        let (once, files): (_, fn(&IndexData) -> Files) = match format {
+            "native" => (&NATIVE, native_files),
+            _ => (&WEB, web_files),
+        };
+        once.get_or_init(|| write(&dir, &files(&sample())));
+    }
+    dir
+}
+
+/// Check that `dir` holds exactly `files` with exactly these bytes.
+/// `version` names the format version of this build, for the message.
+fn check(dir: &Path, files: &[(String, Vec<u8>)], version: &str) {
+    let hint = format!(
+        "the encoding differs from the golden files in {} ({version}). If the format changed \
+         on purpose, bump the format version and rerun with {UPDATE}=1; otherwise this change \
+         alters the bytes of indexes already written",
+        dir.display()
+    );
+    let mut expected: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
+    expected.sort();
+    assert_eq!(list(dir), expected, "{hint}");
+    for (name, bytes) in files {
+        let golden = std::fs::read(dir.join(name)).expect("read a golden file");
+        assert!(golden == *bytes, "{name}: {hint}");
+    }
+}
+
+fn read(dir: &Path, name: &str) -> Vec<u8> {
+    std::fs::read(dir.join(name))
+        .unwrap_or_else(|e| panic!("{}: {e}; run with {UPDATE}=1", dir.join(name).display()))
+}
+
+#[test]
+fn native_encoding_matches_the_golden_files() {
+    let files = native_files(&sample());
+    check(
+        &golden("native"),
+        &files,
+        &format!("FORMAT_VERSION {FORMAT_VERSION}"),
+    );
+}
+
+#[test]
+fn native_golden_files_decode_to_the_fixed_index() {
+    let dir = golden("native");
+    let data = sample();
+    let text = String::from_utf8(read(&dir, "manifest.json")).expect("manifest is UTF-8");
+    let manifest = Manifest::from_json(&text).expect("the golden manifest parses");
+    let bytes: Vec<Vec<u8>> = [
+        DataKind::Files,
+        DataKind::Entities,
+        DataKind::Chunks,
+        DataKind::Graph,
+        DataKind::Lexical,
+    ]
+    .iter()
+    .map(|&kind| {
+        let bytes = read(&dir, kind.file_name());
+        manifest
+            .verify_data_file(kind, &bytes)
+            .expect("the golden data file matches its manifest entry");
+        bytes
+    })
+    .collect();
+    let decoded =
+        IndexData::decode(&bytes[0], &bytes[1], &bytes[2], &bytes[3]).expect("golden decodes");
+    assert_eq!(decoded, data);
+    assert_eq!(manifest.counts, data.counts());
+    let lexical = LexicalIndex::decode(&bytes[4], data.chunks.len()).expect("golden lexical");
+    assert_eq!(
+        lexical.encode().expect("re-encodes"),
+        bytes[4],
+        "the keyword index decodes to the value it was written from"
+    );
+}
+
+#[test]
+fn web_layout_matches_the_golden_files() {
+    let files = web_files(&sample());
+    check(
+        &golden("web"),
+        &files,
+        &format!(
+            "WEB_FORMAT_VERSION {}",
+            codegloss_core::web::WEB_FORMAT_VERSION
+        ),
+    );
+}
+
+#[test]
+fn web_golden_files_decode_to_the_fixed_index() {
+    let dir = golden("web");
+    let data = sample();
+    let text = String::from_utf8(read(&dir, WEB_MANIFEST)).expect("manifest is UTF-8");
+    let manifest = WebManifest::from_json(&text).expect("the golden web manifest parses");
+    let search = read(&dir, &manifest.search_shard().expect("a search shard").name);
+    let mut index = WebIndex::open(manifest.clone(), &search).expect("the search shard opens");
+    for kind in [ShardKind::Postings, ShardKind::Text] {
+        for (position, info) in manifest.shards_of(kind) {
+            let bytes = read(&dir, &info.name);
+            match kind {
+                ShardKind::Postings => index.add_postings(position, &bytes),
+                _ => index.add_text(position, &bytes),
+            }
+            .expect("a golden shard loads");
+        }
+    }
+    let web = &index.corpus.data;
+    assert_eq!(web.chunks, data.chunks, "every chunk, with its text");
+    assert_eq!(web.edges, data.edges);
+    assert_eq!(web.files.len(), data.files.len());
+    for (w, d) in web.files.iter().zip(&data.files) {
+        assert_eq!(
+            (&w.path, &w.module, &w.includes),
+            (&d.path, &d.module, &d.includes)
+        );
+    }
+    assert_eq!(web.entities.len(), data.entities.len());
+    for (w, d) in web.entities.iter().zip(&data.entities) {
+        // The web layout does not ship concept text (it only feeds the
+        // keyword index and the vectors, which travel already built), and
+        // ships display text only for entities that have a chunk.
+        let mut d = d.clone();
+        d.concepts.clear();
+        if !data.chunks.iter().any(|c| c.entity == d.id) {
+            d = Entity {
+                parent: d.parent,
+                parent_symbol: d.parent_symbol,
+                class_name: d.class_name,
+                file: d.file,
+                is_definition: d.is_definition,
+                section_path: d.section_path,
+                module: d.module,
+                gloss: Gloss {
+                    text: String::new(),
+                    ..d.gloss
+                },
+                ..Entity::new(d.id, d.kind, d.name, d.qualified_name)
+            };
+        }
+        assert_eq!(*w, d);
+    }
+}
