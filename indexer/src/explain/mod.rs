@@ -466,7 +466,7 @@ pub fn explain(
             .collect(),
         prompts: used_modes(&levels)
             .into_iter()
-            .map(|m| (m.as_str().to_string(), m.template().info()))
+            .map(|m| (m.as_str().to_string(), prompts::info(m.template())))
             .collect(),
         by_source: by_source(data, &levels),
         fallbacks,
@@ -956,7 +956,7 @@ fn make_job(
             };
             (
                 Mode::General,
-                prompts::GENERAL.render(&[("kind", &kind), ("facts", facts), ("code", &code)]),
+                prompts::GENERAL.fill(&[("kind", &kind), ("facts", facts), ("code", &code)]),
             )
         }
         Level::CallChain => {
@@ -973,7 +973,7 @@ fn make_job(
             );
             (
                 Mode::CallChain,
-                prompts::CALL_CHAIN.render(&[
+                prompts::CALL_CHAIN.fill(&[
                     ("name", &t.qualified_name),
                     ("facts", &facts),
                     ("code", &code),
@@ -1016,7 +1016,7 @@ fn make_job(
                 let code = cut(&raw, budget);
                 (
                     Mode::FileLevelFallback,
-                    prompts::FILE_LEVEL_FALLBACK.render(&[
+                    prompts::FILE_LEVEL_FALLBACK.fill(&[
                         ("path", &path),
                         ("facts", facts),
                         ("code", &code),
@@ -1026,7 +1026,7 @@ fn make_job(
                 let children = child_list(data, &symbols, budget, 240);
                 (
                     Mode::FileLevel,
-                    prompts::FILE_LEVEL.render(&[
+                    prompts::FILE_LEVEL.fill(&[
                         ("path", &path),
                         ("facts", facts),
                         ("children", &children),
@@ -1039,7 +1039,7 @@ fn make_job(
             let list = child_list(data, &children, budget, 300);
             (
                 Mode::ModuleLevel,
-                prompts::MODULE_LEVEL.render(&[
+                prompts::MODULE_LEVEL.fill(&[
                     ("path", &e.qualified_name),
                     ("facts", facts),
                     ("children", &list),
@@ -1051,7 +1051,7 @@ fn make_job(
     let model = cfg.model_for(level).to_string();
     let key_input = format!(
         "{}\0{}\0{}\0{}\0{}\0{}",
-        template.version,
+        template.version_id(),
         template.signature(),
         model,
         template.system,
