@@ -116,13 +116,7 @@ fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str, lines: (u3
     let data = &corpus.data;
     let c = &data.chunks[chunk as usize];
     let e = &data.entities[c.entity as usize];
-    let level = match e.kind.level() {
-        crate::model::EntityLevel::Symbol => "symbol",
-        crate::model::EntityLevel::File => "file",
-        crate::model::EntityLevel::Module => "module",
-        crate::model::EntityLevel::CallChain => "call_chain",
-        crate::model::EntityLevel::DocumentationSection => "documentation_section",
-    };
+    let level = e.kind.level().context_name();
     let location = if c.start_line == 0 {
         c.path.clone()
     } else {
