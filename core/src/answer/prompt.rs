@@ -44,14 +44,19 @@ mod tests {
     use super::*;
     use crate::chat::request_body;
 
-    #[test]
-    fn render_fills_each_slot_once() {
-        let ctx = Context {
-            text: "[1] code mentioning {question} literally".into(),
+    /// A context of this text and no chunks.
+    fn text(text: &str) -> Context {
+        Context {
+            text: text.into(),
             chunks: Vec::new(),
             tokens: 0,
             dropped_for_budget: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn render_fills_each_slot_once() {
+        let ctx = text("[1] code mentioning {question} literally");
         let m = RETRIEVAL_ANSWER_V2.render("what is {context}?", &ctx);
         let user = &m[1].content;
         assert!(
@@ -68,12 +73,7 @@ mod tests {
         assert_eq!(sig, RETRIEVAL_ANSWER_V2.signature());
         // Recorded with every answer: the text and its framing are fixed.
         assert_eq!(sig, "48b109c834ff143b");
-        let c = Context {
-            text: "[1] A\n".into(),
-            chunks: Vec::new(),
-            tokens: 0,
-            dropped_for_budget: 0,
-        };
+        let c = text("[1] A\n");
         let m = RETRIEVAL_ANSWER_V2.render(" Why? ", &c);
         assert_eq!(m.len(), 2);
         assert!(m[1].content.contains("[1] A") && m[1].content.contains("Question: Why?"));

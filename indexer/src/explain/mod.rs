@@ -19,7 +19,6 @@
 //! digests for modules), the prompt signature and the model id, and is
 //! cached next to the index ([`cache`]). A re-index regenerates exactly
 //! the glosses whose inputs changed.
-
 //!
 //! The stage's parts: `config` (`[explain]`), `select` (which entities,
 //! in which order and batches), `plan` (each entity's prompt and cache
