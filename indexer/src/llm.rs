@@ -254,39 +254,48 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    /// Serve one streamed response with this body on loopback; the base URL.
-    fn one_response(body: Vec<u8>) -> String {
+    /// Serve these whole responses on loopback, one connection each, in
+    /// order; the base URL.
+    fn responses(responses: Vec<Vec<u8>>) -> String {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let port = listener.local_addr().expect("address").port();
         std::thread::spawn(move || {
-            let (mut conn, _) = listener.accept().expect("accept");
-            let mut request = Vec::new();
-            let mut buf = [0u8; 4096];
-            // Headers, then as much of the body as Content-Length says.
-            while let Ok(n) = conn.read(&mut buf) {
-                request.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&request).to_lowercase();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if request.len() >= end + 4 + len {
+            for response in responses {
+                let (mut conn, _) = listener.accept().expect("accept");
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Headers, then as much of the body as Content-Length says.
+                while let Ok(n) = conn.read(&mut buf) {
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request).to_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let len = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + len {
+                            break;
+                        }
+                    }
+                    if n == 0 {
                         break;
                     }
                 }
-                if n == 0 {
-                    break;
-                }
+                // The client may hang up early; that is what is being tested.
+                let _ = conn.write_all(&response);
             }
-            let head =
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
-            // The client may hang up early; that is what is being tested.
-            let _ = conn.write_all(head.as_bytes());
-            let _ = conn.write_all(&body);
         });
         format!("http://127.0.0.1:{port}/v1")
+    }
+
+    /// Serve one streamed response with this body on loopback; the base URL.
+    fn one_response(body: Vec<u8>) -> String {
+        let mut response =
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                .to_vec();
+        response.extend(body);
+        responses(vec![response])
     }
 
     fn config(base_url: String) -> AnswerConfig {
@@ -306,6 +315,32 @@ mod tests {
             (r.text.as_str(), seen.as_str(), r.streamed),
             ("Halo", "Halo", true)
         );
+    }
+
+    #[test]
+    fn a_refusal_to_stream_is_asked_again_without_streaming() {
+        let refusal = "streaming is not supported";
+        let first = format!("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{refusal}", refusal.len());
+        let body = r#"{"choices":[{"message":{"content":"plain"}}],"usage":{"prompt_tokens":4,"completion_tokens":1}}"#;
+        let second = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        let url = responses(vec![first.into_bytes(), second.into_bytes()]);
+        let mut seen = String::new();
+        let r = chat(&config(url), &[], &mut |d| seen.push_str(d)).unwrap();
+        assert_eq!(
+            (r.text.as_str(), seen.as_str(), r.streamed, r.prompt_tokens),
+            ("plain", "plain", false, Some(4))
+        );
+        // Without streaming there is no second try: the status is the error.
+        let first = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{refusal}",
+            refusal.len()
+        );
+        let cfg = AnswerConfig {
+            stream: false,
+            ..config(responses(vec![first.into_bytes()]))
+        };
+        let e = chat(&cfg, &[], &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("HTTP 400 from") && e.contains(refusal), "{e}");
     }
 
     #[test]

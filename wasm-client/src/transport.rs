@@ -8,7 +8,8 @@
 //! act on.
 
 use codegloss_core::chat::{
-    excerpt, parse_completion, request_body, ChatError, ChatResult, ChatStream, Message,
+    completions_url, excerpt, parse_completion, request_body, ChatError, ChatResult, ChatStream,
+    Message,
 };
 use codegloss_core::sse::SseLines;
 use js_sys::{Function, Promise, Reflect, Uint8Array};
@@ -51,7 +52,7 @@ pub async fn chat_completion(
 ) -> Result<JsValue, JsValue> {
     let messages: Vec<Message> = serde_json::from_str(&messages_json)
         .map_err(|e| js_sys::Error::new(&format!("messages: {e}")))?;
-    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let url = completions_url(&base_url);
     let body = request_body(&model, &messages, temperature, max_tokens, stream).to_string();
 
     let headers = Headers::new()?;

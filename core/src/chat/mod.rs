@@ -88,7 +88,7 @@ impl ChatSettings {
 
     /// The URL of the chat-completions endpoint.
     pub fn url(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        completions_url(&self.base_url)
     }
 
     /// The request body of a call with these settings.
@@ -197,6 +197,11 @@ impl ChatError {
             excerpt,
         }
     }
+}
+
+/// The chat-completions endpoint under a base URL (up to `/v1`).
+pub fn completions_url(base_url: &str) -> String {
+    format!("{}/chat/completions", base_url.trim_end_matches('/'))
 }
 
 /// The request body for `/v1/chat/completions`.
