@@ -22,7 +22,7 @@ pub enum BackendKind {
     /// server, llama-cpp-python, vLLM).
     Openai,
     /// An ONNX decoder in-process (not implemented yet; the
-    /// [`GlossBackend`] trait is its interface).
+    /// [`super::GlossBackend`] trait is its interface).
     Ort,
 }
 
