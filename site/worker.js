@@ -14,10 +14,6 @@ import init, { Engine, searchShard, chatCompletion } from './pkg/codegloss_wasm.
 import { endpointRefusal } from './policy.js';
 import { FROM_WORKER, SEMANTIC, TO_WORKER } from './protocol.js';
 
-const ANSWER_BUDGET_TOKENS = 3000;
-const ANSWER_TEMPERATURE = 0.1;
-const ANSWER_MAX_TOKENS = 512;
-const ANSWER_TIMEOUT_MS = 300000;
 const SHARD_CACHE = 'codegloss-shards-v1';
 /** What a reader is told when a file of the site does not match its manifest. */
 const DAMAGED = "This site's index is damaged; tell its maintainer.";
@@ -289,6 +285,9 @@ async function handleText(id) {
 
 async function handleAsk(id, query, settings) {
   let prompt;
+  // The answer's budget, temperature, length, timeout and streaming are
+  // the engine's (core's) defaults, the same as `codegloss ask`'s.
+  let defaults;
   // The search and prompt run in the chain; the answer streams outside it.
   await (chain = chain.then(async () => {
     await handleSearch(id, query);
@@ -296,7 +295,8 @@ async function handleAsk(id, query, settings) {
     // The context completes chunks into whole units (the rest of a class,
     // a section's subsections, a file's text): their text comes first.
     await loadText(JSON.parse(engine.contextChunks()));
-    prompt = JSON.parse(engine.prompt(ANSWER_BUDGET_TOKENS));
+    defaults = JSON.parse(engine.answerDefaults());
+    prompt = JSON.parse(engine.prompt(defaults.context_tokens));
   }));
   const endpoint = (settings && settings.endpoint || '').trim();
   const model = (settings && settings.model || '').trim();
@@ -311,7 +311,7 @@ async function handleAsk(id, query, settings) {
   try {
     reply = JSON.parse(await chatCompletion(
       endpoint, model, settings.apiKey || undefined, JSON.stringify(prompt.messages),
-      ANSWER_TEMPERATURE, ANSWER_MAX_TOKENS, ANSWER_TIMEOUT_MS, true,
+      defaults.temperature, defaults.max_tokens, defaults.timeout_ms, defaults.stream,
       (text) => post({ type: FROM_WORKER.answerDelta, id, text }),
       cancel.signal,
     ));

@@ -14,6 +14,7 @@
 
 pub mod answer;
 mod bounded;
+pub mod chat;
 pub mod embed;
 pub mod error;
 pub mod format;

@@ -262,32 +262,83 @@ impl EntityKind {
     }
 }
 
-/// The paper's `entity_level`.
+/// The paper's `entity_level`: the one vocabulary of levels, used by the
+/// answer context, retrieval and the explanation stage (`explain.levels`,
+/// the gloss cache and the manifest's `glosses`). Every entity kind
+/// belongs to exactly one ([`EntityKind::level`]). The variants are in
+/// bottom-up order ([`EntityLevel::BOTTOM_UP`]): every level is explained
+/// only from the glosses of earlier ones.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum EntityLevel {
-    /// A code symbol.
+    /// A code symbol (functions, classes, aliases, ...).
     Symbol,
+    /// A documentation section.
+    #[serde(rename = "doc")]
+    DocumentationSection,
+    /// A call neighbourhood.
+    CallChain,
     /// A whole file.
     File,
     /// A folder.
     Module,
-    /// A call neighbourhood.
-    CallChain,
-    /// A documentation section.
-    DocumentationSection,
 }
 
 impl EntityLevel {
-    /// Stable name as used in the paper.
+    /// Every level, bottom-up.
+    pub const BOTTOM_UP: [EntityLevel; 5] = [
+        EntityLevel::Symbol,
+        EntityLevel::DocumentationSection,
+        EntityLevel::CallChain,
+        EntityLevel::File,
+        EntityLevel::Module,
+    ];
+
+    /// Stable name, as serialized (`explain.levels`, the gloss cache, the
+    /// manifest).
     pub fn as_str(self) -> &'static str {
         match self {
-            EntityLevel::Symbol => "symbol_level",
-            EntityLevel::File => "file_level",
-            EntityLevel::Module => "module_level",
-            EntityLevel::CallChain => "call_chain_level",
-            EntityLevel::DocumentationSection => "documentation_section_level",
+            EntityLevel::Symbol => "symbol",
+            EntityLevel::DocumentationSection => "doc",
+            EntityLevel::CallChain => "call_chain",
+            EntityLevel::File => "file",
+            EntityLevel::Module => "module",
         }
+    }
+
+    /// The level named `name` ([`EntityLevel::as_str`]).
+    pub fn parse(name: &str) -> Option<EntityLevel> {
+        Self::BOTTOM_UP.into_iter().find(|l| l.as_str() == name)
+    }
+
+    /// The name an answer context shows for a chunk's level: the stable
+    /// name, with a documentation section spelled out.
+    pub fn context_name(self) -> &'static str {
+        match self {
+            EntityLevel::DocumentationSection => "documentation_section",
+            other => other.as_str(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod level_tests {
+    use super::EntityLevel;
+
+    #[test]
+    fn one_name_per_level_serialized_and_parsed_alike() {
+        for l in EntityLevel::BOTTOM_UP {
+            let json = serde_json::to_string(&l).unwrap();
+            assert_eq!(json, format!("\"{}\"", l.as_str()));
+            assert_eq!(EntityLevel::parse(l.as_str()), Some(l));
+        }
+        assert!(EntityLevel::BOTTOM_UP.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(EntityLevel::parse("documentation_section"), None);
+        assert_eq!(
+            EntityLevel::DocumentationSection.context_name(),
+            "documentation_section"
+        );
+        assert_eq!(EntityLevel::CallChain.context_name(), "call_chain");
     }
 }
 

@@ -9,7 +9,7 @@
 //! buffer); each byte is scanned for a newline once and moved once, so a
 //! stream of many lines in one chunk, or one line in many chunks, costs
 //! time linear in its length. The lines themselves are parsed by
-//! [`crate::answer::parse_sse_line`].
+//! [`crate::chat::ChatStream`].
 
 use thiserror::Error;
 

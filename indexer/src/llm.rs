@@ -1,18 +1,20 @@
 //! The native transport to an OpenAI-compatible chat-completions endpoint
 //! (Ollama `/v1`, llama.cpp server, llama-cpp-python, vLLM, LM Studio).
 //!
-//! Request bodies and response parsing are shared with the browser
-//! (`codegloss_core::answer`, lines cut by `codegloss_core::sse`); this
-//! module only moves bytes over HTTP with
-//! `ureq`. It streams (server-sent events) and falls back to a plain
-//! request when the server refuses to stream. Every failure is an
-//! [`IndexError::Llm`] that names the endpoint and says what happened.
+//! The protocol is shared with the browser (`codegloss_core::chat`: the
+//! request body, the stream folded line by line by `ChatStream`, the
+//! typed errors; lines cut by `codegloss_core::sse`); this module only
+//! moves bytes over HTTP with `ureq`. It streams (server-sent events) and
+//! asks again without streaming when the server refuses to stream. Every
+//! failure is an [`IndexError::Llm`] that names the endpoint and says what
+//! happened.
 
 use std::io::Read;
 use std::time::Duration;
 
-use codegloss_core::answer::{
-    parse_completion, parse_sse_line, request_body, Message, StreamEvent,
+pub use codegloss_core::chat::ChatResult;
+use codegloss_core::chat::{
+    parse_completion, ChatError, ChatSettings, ChatStream, Message, ANSWER_CONTEXT_TOKENS,
 };
 use codegloss_core::sse::SseLines;
 use serde::{Deserialize, Serialize};
@@ -45,18 +47,36 @@ pub struct AnswerConfig {
     pub tokenizer: Option<std::path::PathBuf>,
 }
 
+/// The defaults are core's ([`ChatSettings::default`]), which the browser
+/// worker uses too.
 impl Default for AnswerConfig {
     fn default() -> Self {
+        let d = ChatSettings::default();
         AnswerConfig {
-            base_url: "http://127.0.0.1:8080/v1".into(),
-            model: "local".into(),
-            api_key: None,
-            temperature: 0.1,
-            max_tokens: 512,
-            timeout_seconds: 300,
-            stream: true,
-            context_tokens: 3000,
+            base_url: d.base_url,
+            model: d.model,
+            api_key: d.api_key,
+            temperature: d.temperature,
+            max_tokens: d.max_tokens,
+            timeout_seconds: d.timeout_seconds,
+            stream: d.stream,
+            context_tokens: ANSWER_CONTEXT_TOKENS,
             tokenizer: None,
+        }
+    }
+}
+
+impl AnswerConfig {
+    /// The settings of the call.
+    pub fn chat_settings(&self) -> ChatSettings {
+        ChatSettings {
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            api_key: self.api_key.clone(),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            timeout_seconds: self.timeout_seconds,
+            stream: self.stream,
         }
     }
 }
@@ -84,38 +104,49 @@ pub fn token_counter(cfg: &AnswerConfig) -> Result<TokenCounter, IndexError> {
     }
 }
 
-/// What the server returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChatResult {
-    /// The answer text.
-    pub text: String,
-    /// Prompt tokens, when the server reported them.
-    pub prompt_tokens: Option<u64>,
-    /// Completion tokens, when the server reported them.
-    pub completion_tokens: Option<u64>,
-    /// Whether the answer arrived as a stream.
-    pub streamed: bool,
+/// Why one request failed: what the protocol says, or what the
+/// connection said (described for the reader).
+enum Failure {
+    Protocol(ChatError),
+    Transport(String),
 }
 
-fn err(cfg: &AnswerConfig, message: impl Into<String>) -> IndexError {
-    IndexError::Llm {
-        url: cfg.base_url.clone(),
-        message: message.into(),
+impl From<ChatError> for Failure {
+    fn from(e: ChatError) -> Self {
+        Failure::Protocol(e)
     }
 }
 
-fn agent(cfg: &AnswerConfig) -> ureq::Agent {
+impl From<codegloss_core::sse::LineTooLong> for Failure {
+    fn from(e: codegloss_core::sse::LineTooLong) -> Self {
+        Failure::Protocol(e.into())
+    }
+}
+
+impl Failure {
+    fn into_error(self, s: &ChatSettings) -> IndexError {
+        IndexError::Llm {
+            url: s.base_url.clone(),
+            message: match self {
+                Failure::Protocol(e) => e.to_string(),
+                Failure::Transport(m) => m,
+            },
+        }
+    }
+}
+
+fn agent(s: &ChatSettings) -> ureq::Agent {
     ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(cfg.timeout_seconds.max(1))))
+        .timeout_global(Some(Duration::from_secs(s.timeout_seconds.max(1))))
         .timeout_connect(Some(Duration::from_secs(10)))
         .http_status_as_error(false)
         .build()
         .into()
 }
 
-fn describe(e: &ureq::Error, cfg: &AnswerConfig) -> String {
+fn describe(e: &ureq::Error, s: &ChatSettings) -> String {
     match e {
-        ureq::Error::Timeout(_) => format!("no complete answer within {} s (timeout_seconds)", cfg.timeout_seconds),
+        ureq::Error::Timeout(_) => format!("no complete answer within {} s (timeout_seconds)", s.timeout_seconds),
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
             "connection refused: is the answer server running? (for example `ollama serve`, `llama-server`, or `cargo xtask llm-server`)".into()
         }
@@ -131,52 +162,47 @@ pub fn chat(
     messages: &[Message],
     on_delta: &mut dyn FnMut(&str),
 ) -> Result<ChatResult, IndexError> {
-    if cfg.stream {
-        match chat_once(cfg, messages, true, on_delta) {
-            Err(IndexError::Llm { message, .. }) if message.starts_with("stream refused") => {
-                log::warn!("{message}; retrying without streaming");
+    chat_with(&cfg.chat_settings(), messages, on_delta)
+}
+
+/// [`chat`] with the call's settings alone (the explanation stage's).
+pub fn chat_with(
+    s: &ChatSettings,
+    messages: &[Message],
+    on_delta: &mut dyn FnMut(&str),
+) -> Result<ChatResult, IndexError> {
+    if s.stream {
+        match chat_once(s, messages, true, on_delta) {
+            Err(Failure::Protocol(refused @ ChatError::StreamRefused { .. })) => {
+                log::warn!("{refused}; retrying without streaming");
             }
-            other => return other,
+            other => return other.map_err(|f| f.into_error(s)),
         }
     }
-    chat_once(cfg, messages, false, on_delta)
+    chat_once(s, messages, false, on_delta).map_err(|f| f.into_error(s))
 }
 
 fn chat_once(
-    cfg: &AnswerConfig,
+    s: &ChatSettings,
     messages: &[Message],
     stream: bool,
     on_delta: &mut dyn FnMut(&str),
-) -> Result<ChatResult, IndexError> {
-    let url = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
-    let body = request_body(
-        &cfg.model,
-        messages,
-        cfg.temperature,
-        cfg.max_tokens,
-        stream,
-    );
-    let mut req = agent(cfg)
+) -> Result<ChatResult, Failure> {
+    let url = s.url();
+    let body = s.request_body(messages, stream);
+    let mut req = agent(s)
         .post(&url)
         .header("Content-Type", "application/json");
-    if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
+    if let Some(key) = s.api_key.as_deref().filter(|k| !k.is_empty()) {
         req = req.header("Authorization", &format!("Bearer {key}"));
     }
     let mut resp = req
         .send(body.to_string())
-        .map_err(|e| err(cfg, describe(&e, cfg)))?;
+        .map_err(|e| Failure::Transport(describe(&e, s)))?;
     let status = resp.status().as_u16();
     if status != 200 {
         let text = resp.body_mut().read_to_string().unwrap_or_default();
-        let excerpt: String = text.chars().take(300).collect();
-        if stream && matches!(status, 400 | 422 | 501) && excerpt.to_lowercase().contains("stream")
-        {
-            return Err(err(
-                cfg,
-                format!("stream refused (HTTP {status}: {excerpt})"),
-            ));
-        }
-        return Err(err(cfg, format!("HTTP {status} from {url}: {excerpt}")));
+        return Err(ChatError::for_status(stream, status, &url, &text).into());
     }
     let is_sse = resp
         .headers()
@@ -187,72 +213,40 @@ fn chat_once(
         let text = resp
             .body_mut()
             .read_to_string()
-            .map_err(|e| err(cfg, describe(&e, cfg)))?;
-        let c = parse_completion(&text).map_err(|e| err(cfg, e.to_string()))?;
+            .map_err(|e| Failure::Transport(describe(&e, s)))?;
+        let c = parse_completion(&text)?;
         on_delta(&c.text);
-        return Ok(ChatResult {
-            text: c.text,
-            prompt_tokens: c.prompt_tokens,
-            completion_tokens: c.completion_tokens,
-            streamed: false,
-        });
+        return Ok(c.into());
     }
     let mut body = resp.body_mut().as_reader();
-    let mut out = ChatResult {
-        text: String::new(),
-        prompt_tokens: None,
-        completion_tokens: None,
-        streamed: true,
-    };
-    let mut done = false;
-    // One line's event; true once the stream has said all it will.
-    let mut event = |line: &str, out: &mut ChatResult| -> Result<bool, IndexError> {
-        match parse_sse_line(line).map_err(|e| err(cfg, e.to_string()))? {
-            StreamEvent::Delta(d) => {
-                on_delta(&d);
-                out.text.push_str(&d);
-            }
-            StreamEvent::Usage { prompt, completion } => {
-                out.prompt_tokens = Some(prompt);
-                out.completion_tokens = Some(completion);
-            }
-            StreamEvent::Done => done = true,
-            StreamEvent::Skip => {}
-        }
-        Ok(done && out.prompt_tokens.is_some())
-    };
+    let mut answer = ChatStream::new();
     let mut lines = SseLines::new();
     let mut buf = vec![0u8; 16 * 1024];
     'stream: loop {
         let n = match body.read(&mut buf) {
             Ok(0) => {
                 if let Some(last) = std::mem::take(&mut lines).finish() {
-                    event(&last, &mut out)?;
+                    if let Some(d) = answer.feed(&last)? {
+                        on_delta(&d);
+                    }
                 }
                 break;
             }
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                return Err(err(
-                    cfg,
-                    format!(
-                        "the answer stream broke off after {} characters: {e}",
-                        out.text.len()
-                    ),
-                ))
-            }
+            Err(e) => return Err(answer.broke_off(Some(e.to_string())).into()),
         };
-        for line in lines.push(&buf[..n]).map_err(|e| err(cfg, e.to_string()))? {
-            if event(&line, &mut out)? {
+        for line in lines.push(&buf[..n])? {
+            if let Some(d) = answer.feed(&line)? {
+                on_delta(&d);
+            }
+            // The stream has said all it will.
+            if answer.is_complete() {
                 break 'stream;
             }
         }
     }
-    if !done && out.text.is_empty() {
-        return Err(err(cfg, "the answer stream ended without any data"));
-    }
-    Ok(out)
+    Ok(answer.finish()?)
 }
 
 #[cfg(test)]
@@ -260,39 +254,48 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    /// Serve one streamed response with this body on loopback; the base URL.
-    fn one_response(body: Vec<u8>) -> String {
+    /// Serve these whole responses on loopback, one connection each, in
+    /// order; the base URL.
+    fn responses(responses: Vec<Vec<u8>>) -> String {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let port = listener.local_addr().expect("address").port();
         std::thread::spawn(move || {
-            let (mut conn, _) = listener.accept().expect("accept");
-            let mut request = Vec::new();
-            let mut buf = [0u8; 4096];
-            // Headers, then as much of the body as Content-Length says.
-            while let Ok(n) = conn.read(&mut buf) {
-                request.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&request).to_lowercase();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if request.len() >= end + 4 + len {
+            for response in responses {
+                let (mut conn, _) = listener.accept().expect("accept");
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Headers, then as much of the body as Content-Length says.
+                while let Ok(n) = conn.read(&mut buf) {
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request).to_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let len = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + len {
+                            break;
+                        }
+                    }
+                    if n == 0 {
                         break;
                     }
                 }
-                if n == 0 {
-                    break;
-                }
+                // The client may hang up early; that is what is being tested.
+                let _ = conn.write_all(&response);
             }
-            let head =
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
-            // The client may hang up early; that is what is being tested.
-            let _ = conn.write_all(head.as_bytes());
-            let _ = conn.write_all(&body);
         });
         format!("http://127.0.0.1:{port}/v1")
+    }
+
+    /// Serve one streamed response with this body on loopback; the base URL.
+    fn one_response(body: Vec<u8>) -> String {
+        let mut response =
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                .to_vec();
+        response.extend(body);
+        responses(vec![response])
     }
 
     fn config(base_url: String) -> AnswerConfig {
@@ -312,6 +315,32 @@ mod tests {
             (r.text.as_str(), seen.as_str(), r.streamed),
             ("Halo", "Halo", true)
         );
+    }
+
+    #[test]
+    fn a_refusal_to_stream_is_asked_again_without_streaming() {
+        let refusal = "streaming is not supported";
+        let first = format!("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{refusal}", refusal.len());
+        let body = r#"{"choices":[{"message":{"content":"plain"}}],"usage":{"prompt_tokens":4,"completion_tokens":1}}"#;
+        let second = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        let url = responses(vec![first.into_bytes(), second.into_bytes()]);
+        let mut seen = String::new();
+        let r = chat(&config(url), &[], &mut |d| seen.push_str(d)).unwrap();
+        assert_eq!(
+            (r.text.as_str(), seen.as_str(), r.streamed, r.prompt_tokens),
+            ("plain", "plain", false, Some(4))
+        );
+        // Without streaming there is no second try: the status is the error.
+        let first = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{refusal}",
+            refusal.len()
+        );
+        let cfg = AnswerConfig {
+            stream: false,
+            ..config(responses(vec![first.into_bytes()]))
+        };
+        let e = chat(&cfg, &[], &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("HTTP 400 from") && e.contains(refusal), "{e}");
     }
 
     #[test]

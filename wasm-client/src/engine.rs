@@ -12,6 +12,7 @@
 use codegloss_core::answer::{
     build_context_estimated, check_citations, Context, RETRIEVAL_ANSWER_V2,
 };
+use codegloss_core::chat::ChatSettings;
 use codegloss_core::embed::query_prompt;
 use codegloss_core::retrieve::{retrieve, Retrieval, RetrievalSettings};
 use codegloss_core::web::{ShardKind, WebIndex, WebManifest};
@@ -269,6 +270,14 @@ impl Engine {
             "prompt_signature": RETRIEVAL_ANSWER_V2.signature(),
         })
         .to_string())
+    }
+
+    /// The answer defaults, JSON `{temperature, max_tokens, timeout_ms,
+    /// stream, context_tokens}`: core's, the same as `codegloss ask`'s
+    /// `[answer]` defaults, so the worker writes none of its own.
+    #[wasm_bindgen(js_name = answerDefaults)]
+    pub fn answer_defaults(&self) -> String {
+        ChatSettings::answer_defaults_json().to_string()
     }
 
     /// Check an answer's citations against the `context` that

@@ -1,13 +1,15 @@
 //! The browser transport to an OpenAI-compatible chat-completions endpoint:
-//! `fetch` through web-sys, streaming the response body and parsing its
-//! server-sent events with the same code as the native client
-//! (`codegloss_core::answer`), cut into lines by the same bounded splitter
-//! (`codegloss_core::sse`). Works in a page and in a Web Worker (it uses
-//! the global scope's `fetch`). Every failure becomes a JavaScript `Error`
-//! with a message a user can act on.
+//! `fetch` through web-sys, streaming the response body. It only moves
+//! bytes: the protocol is the native client's (`codegloss_core::chat`: the
+//! request body, each line folded by `ChatStream`, the typed errors), the
+//! lines cut by the same bounded splitter (`codegloss_core::sse`). Works
+//! in a page and in a Web Worker (it uses the global scope's `fetch`).
+//! Every failure becomes a JavaScript `Error` with a message a user can
+//! act on.
 
-use codegloss_core::answer::{
-    parse_completion, parse_sse_line, request_body, Message, StreamEvent,
+use codegloss_core::chat::{
+    completions_url, excerpt, parse_completion, request_body, ChatError, ChatResult, ChatStream,
+    Message,
 };
 use codegloss_core::sse::SseLines;
 use js_sys::{Function, Promise, Reflect, Uint8Array};
@@ -50,7 +52,7 @@ pub async fn chat_completion(
 ) -> Result<JsValue, JsValue> {
     let messages: Vec<Message> = serde_json::from_str(&messages_json)
         .map_err(|e| js_sys::Error::new(&format!("messages: {e}")))?;
-    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let url = completions_url(&base_url);
     let body = request_body(&model, &messages, temperature, max_tokens, stream).to_string();
 
     let headers = Headers::new()?;
@@ -132,11 +134,13 @@ async fn read_response(
             .ok()
             .and_then(|t| t.as_string())
             .unwrap_or_default();
-        let excerpt: String = text.chars().take(300).collect();
-        return Err(error(
-            base_url,
-            format!("HTTP {status} from {url}: {excerpt}"),
-        ));
+        // No retry without streaming here: every status is reported as it is.
+        let e = ChatError::Http {
+            status,
+            url: url.to_string(),
+            excerpt: excerpt(&text),
+        };
+        return Err(error(base_url, e));
     }
     let content_type = response.headers().get("content-type")?.unwrap_or_default();
     if !stream || !content_type.contains("text/event-stream") {
@@ -146,8 +150,7 @@ async fn read_response(
             .unwrap_or_default();
         let c = parse_completion(&text).map_err(|e| error(base_url, e))?;
         on_delta.call1(&JsValue::NULL, &JsValue::from_str(&c.text))?;
-        let out = serde_json::json!({"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "streamed": false});
-        return Ok(JsValue::from_str(&out.to_string()));
+        return result_json(&c.into());
     }
     let body = get(&response, "body")?;
     if body.is_null() || body.is_undefined() {
@@ -155,45 +158,27 @@ async fn read_response(
     }
     let reader = call0(&body, "getReader")?;
     let mut lines = SseLines::new();
-    let (mut text, mut prompt, mut completion) = (String::new(), None, None);
-    let mut done = false;
+    let mut answer = ChatStream::new();
     loop {
         let chunk = JsFuture::from(call0(&reader, "read")?.dyn_into::<Promise>()?)
             .await
-            .map_err(|_| {
-                error(
-                    base_url,
-                    format!(
-                        "the answer stream broke off after {} characters",
-                        text.len()
-                    ),
-                )
-            })?;
+            .map_err(|_| error(base_url, answer.broke_off(None)))?;
         if get(&chunk, "done")?.as_bool().unwrap_or(true) {
             break;
         }
         let bytes = Uint8Array::new(&get(&chunk, "value")?).to_vec();
         for line in lines.push(&bytes).map_err(|e| error(base_url, e))? {
-            match parse_sse_line(line.trim_end()).map_err(|e| error(base_url, e))? {
-                StreamEvent::Delta(d) => {
-                    on_delta.call1(&JsValue::NULL, &JsValue::from_str(&d))?;
-                    text.push_str(&d);
-                }
-                StreamEvent::Usage {
-                    prompt: p,
-                    completion: c,
-                } => {
-                    prompt = Some(p);
-                    completion = Some(c);
-                }
-                StreamEvent::Done => done = true,
-                StreamEvent::Skip => {}
+            if let Some(d) = answer.feed(&line).map_err(|e| error(base_url, e))? {
+                on_delta.call1(&JsValue::NULL, &JsValue::from_str(&d))?;
             }
         }
     }
-    if !done && text.is_empty() {
-        return Err(error(base_url, "the answer stream ended without any data"));
-    }
-    let out = serde_json::json!({"text": text, "prompt_tokens": prompt, "completion_tokens": completion, "streamed": true});
+    result_json(&answer.finish().map_err(|e| error(base_url, e))?)
+}
+
+/// The result as the JSON string JavaScript reads (through a JSON value,
+/// so its keys come in the order they always came).
+fn result_json(r: &ChatResult) -> Result<JsValue, JsValue> {
+    let out = serde_json::to_value(r).map_err(|e| js_sys::Error::new(&e.to_string()))?;
     Ok(JsValue::from_str(&out.to_string()))
 }

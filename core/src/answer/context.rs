@@ -6,7 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::lines::LineKind;
+use super::unit::{
+    file_text_chunks, is_shown, leading_lines_that_fit, line_range, unit_lines, unit_text, UnitLine,
+};
 use crate::model::{EdgeKind, EntityKind};
 use crate::retrieve::{Corpus, Retrieval, Role};
 use crate::text::{estimate_tokens, reveal_bidi};
@@ -54,6 +56,31 @@ pub struct Context {
     pub dropped_for_budget: usize,
 }
 
+impl Context {
+    /// A context with nothing in it yet.
+    fn empty() -> Context {
+        Context {
+            text: String::new(),
+            chunks: Vec::new(),
+            tokens: 0,
+            dropped_for_budget: 0,
+        }
+    }
+
+    /// The number the next block gets.
+    fn next_n(&self) -> u32 {
+        self.chunks.len() as u32 + 1
+    }
+
+    /// Add one numbered block of `tokens` tokens.
+    fn push(&mut self, block: &str, tokens: usize, chunk: ContextChunk) {
+        self.text.push_str(block);
+        self.text.push('\n');
+        self.tokens += tokens;
+        self.chunks.push(chunk);
+    }
+}
+
 /// A code fence that text cannot close from inside: one backtick longer
 /// than the longest run of backticks in `text`, and at least three
 /// (CommonMark closes a fence only with a run at least as long).
@@ -89,13 +116,7 @@ fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str, lines: (u3
     let data = &corpus.data;
     let c = &data.chunks[chunk as usize];
     let e = &data.entities[c.entity as usize];
-    let level = match e.kind.level() {
-        crate::model::EntityLevel::Symbol => "symbol",
-        crate::model::EntityLevel::File => "file",
-        crate::model::EntityLevel::Module => "module",
-        crate::model::EntityLevel::CallChain => "call_chain",
-        crate::model::EntityLevel::DocumentationSection => "documentation_section",
-    };
+    let level = e.kind.level().context_name();
     let location = if c.start_line == 0 {
         c.path.clone()
     } else {
@@ -153,221 +174,12 @@ fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str, lines: (u3
     reveal_bidi(&s).into_owned()
 }
 
-/// The most leading lines (out of `total`) for which `fits(k)` holds, by
-/// binary search; `fits` must be monotone (true up to some k, then false).
-fn leading_lines_that_fit(total: usize, fits: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0usize, total);
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if fits(mid) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    lo
-}
-
-/// A file's text as chunks: its outermost code and documentation chunks
-/// in line order (members sit inside their class, subsections follow their
-/// section). File, module, call-chain and namespace chunks are summaries,
-/// not text.
-fn file_text_chunks<'a>(data: &'a crate::IndexData, path: &str) -> Vec<&'a crate::model::Chunk> {
-    let mut parts: Vec<&crate::model::Chunk> = data
-        .chunks
-        .iter()
-        .filter(|c| {
-            c.path == path
-                && !matches!(
-                    data.entities[c.entity as usize].kind,
-                    EntityKind::File
-                        | EntityKind::Module
-                        | EntityKind::CallChain
-                        | EntityKind::Namespace
-                )
-        })
-        .collect();
-    parts.sort_by_key(|c| (c.start_line, std::cmp::Reverse(c.end_line)));
-    let mut out = Vec::new();
-    let mut covered = 0u32;
-    for c in parts {
-        if c.start_line > covered || c.start_line == 0 {
-            out.push(c);
-            covered = covered.max(c.end_line);
-        }
-    }
-    out
-}
-
-/// Whether an earlier block already shows all of a chunk's lines.
-fn is_shown(shown: &[(&str, u32, u32)], c: &crate::model::Chunk) -> bool {
-    shown
-        .iter()
-        .any(|&(p, a, b)| p == c.path && a <= c.start_line && c.end_line <= b)
-}
-
-/// One line of a completed unit, with its line number in the file (none
-/// for the repeated signature and part marker of a split part).
-struct UnitLine<'a> {
-    text: &'a str,
-    line: Option<u32>,
-}
-
-/// Lines of one chunk's code as shown in a unit. A later part of a split
-/// code entity drops its prelude (the signature it repeats and its
-/// `// [part i/n]` marker) unless it opens the unit, where the marker
-/// says where the text starts; every part drops its trailing `// [continues
-/// in part ...]` marker, so the parts join into the source. The rest is
-/// numbered with the file's own lines ([`crate::lines::code_lines`]).
-fn unit_lines(c: &crate::model::Chunk, drop_header: bool) -> Vec<UnitLine<'_>> {
-    crate::lines::code_lines(c)
-        .into_iter()
-        .filter(|l| match l.kind {
-            LineKind::Prelude => !drop_header,
-            LineKind::Trailer => false,
-            LineKind::Source { .. } => true,
-        })
-        .map(|l| UnitLine {
-            text: l.text,
-            line: l.line(),
-        })
-        .collect()
-}
-
-/// The first and last file line among `lines`.
-fn line_range(lines: &[UnitLine<'_>]) -> Option<(u32, u32)> {
-    let first = lines.iter().find_map(|l| l.line)?;
-    let last = lines.iter().rev().find_map(|l| l.line)?;
-    Some((first, last))
-}
-
-/// The chunks that complete a retrieved chunk into the unit a reader
-/// needs, in reading order, the chunk itself first among them:
-/// - a part of a split code entity: every part of it, the retrieved part
-///   and those after it first when the whole does not fit `cap` (the caller
-///   cuts at the cap, so the retrieved part always shows);
-/// - a documentation section: its parts and every subsection under it;
-/// - a file chunk: the file's text, as its outermost chunks in line order.
-///
-/// Any other chunk is a unit by itself. Only chunks of the same file are
-/// ever added. The browser fetches the text of these chunks before it
-/// builds an answer's context ([`context_chunks`]).
-pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
-    let data = &corpus.data;
-    let Some(c) = data.chunks.get(chunk as usize) else {
-        return Vec::new();
-    };
-    let e = &data.entities[c.entity as usize];
-    if e.kind == EntityKind::File {
-        let mut ids = vec![chunk];
-        ids.extend(file_text_chunks(data, &c.path).into_iter().map(|o| o.id));
-        return ids;
-    }
-    if e.kind == EntityKind::DocSection {
-        let prefix = format!("{} > ", e.qualified_name);
-        let mut ids: Vec<&crate::model::Chunk> = data
-            .chunks
-            .iter()
-            .filter(|o| {
-                o.path == c.path
-                    && o.entity_type == EntityKind::DocSection
-                    && (o.entity == c.entity
-                        || data.entities[o.entity as usize]
-                            .qualified_name
-                            .starts_with(&prefix))
-            })
-            .collect();
-        ids.sort_by_key(|o| (o.start_line, o.part));
-        // The retrieved part of a split section comes first.
-        let at = ids.iter().position(|o| o.id == chunk).unwrap_or(0);
-        return ids[at..].iter().map(|o| o.id).collect();
-    }
-    if c.parts > 1 {
-        let parts = &corpus.chunks_of_entity[c.entity as usize];
-        let at = parts.iter().position(|&p| p == chunk).unwrap_or(0);
-        let mut ids: Vec<u32> = parts.clone();
-        // Earlier parts come before it only when the caller has room; it
-        // asks for the tail first (see `unit_text`).
-        ids.rotate_left(at);
-        return ids;
-    }
-    vec![chunk]
-}
-
-/// Every chunk whose text the context of a retrieval may show: the
-/// retrieved chunks and the chunks that complete them ([`unit_chunks`]).
-pub fn context_chunks(corpus: &Corpus, retrieval: &Retrieval) -> Vec<u32> {
-    let mut out: Vec<u32> = Vec::new();
-    for rc in &retrieval.chunks {
-        for id in unit_chunks(corpus, rc.chunk) {
-            if !out.contains(&id) {
-                out.push(id);
-            }
-        }
-    }
-    out
-}
-
-/// The lines of a chunk's completed unit, in file order, within `fits`
-/// (a monotone test of a candidate text): the whole unit when it fits,
-/// else the retrieved chunk and what follows it, cut at a line end.
-/// Returns the text and its first and last line.
-fn unit_text(
-    corpus: &Corpus,
-    chunk: u32,
-    shown: &[(&str, u32, u32)],
-    fits: &dyn Fn(&str) -> bool,
-) -> Option<(String, u32, u32)> {
-    let data = &corpus.data;
-    // What an earlier block already shows is not repeated.
-    let ids: Vec<u32> = unit_chunks(corpus, chunk)
-        .into_iter()
-        .filter(|&i| i == chunk || !is_shown(shown, &data.chunks[i as usize]))
-        .collect();
-    if ids.len() <= 1 {
-        return None;
-    }
-    let c = &data.chunks[chunk as usize];
-    let mut in_order: Vec<&crate::model::Chunk> =
-        ids.iter().map(|&i| &data.chunks[i as usize]).collect();
-    in_order.sort_by_key(|o| (o.start_line, o.part));
-    // Later parts of a split entity drop their repeated header, except a
-    // retrieved part that opens the text.
-    fn lines_of<'a>(pieces: &[&'a crate::model::Chunk], keep_first: bool) -> Vec<UnitLine<'a>> {
-        pieces
-            .iter()
-            .enumerate()
-            .flat_map(|(i, o)| unit_lines(o, o.part > 1 && !(keep_first && i == 0)))
-            .collect()
-    }
-    let join = |ls: &[UnitLine<'_>]| ls.iter().map(|l| l.text).collect::<Vec<_>>().join("\n");
-    let whole = lines_of(&in_order, false);
-    if fits(&join(&whole)) {
-        let (a, b) = line_range(&whole)?;
-        return Some((join(&whole), a, b));
-    }
-    // From the retrieved chunk on (a split entity keeps its header).
-    let at = in_order.iter().position(|o| o.id == chunk).unwrap_or(0);
-    // The retrieved chunk keeps its own header.
-    let mut tail = lines_of(&in_order[at..], true);
-    let marker = "... (cut to fit the context budget)";
-    let k = leading_lines_that_fit(tail.len(), |k| {
-        fits(&format!("{}\n{marker}", join(&tail[..k])))
-    });
-    if k <= c.code.lines().count() {
-        // Not even the chunk itself and one more line: no completion.
-        return None;
-    }
-    tail.truncate(k);
-    let (a, b) = line_range(&tail)?;
-    Some((format!("{}\n{marker}", join(&tail)), a, b))
-}
-
 /// Build the numbered context of a retrieval within `budget` tokens, as
 /// counted by `count` (the answer model's tokenizer when known, else
 /// [`estimate_tokens`]).
 ///
-/// Each retrieved chunk is shown as its completed unit ([`unit_chunks`]):
+/// Each retrieved chunk is shown as its completed unit
+/// ([`super::unit_chunks`]):
 /// the rest of a split class or function, a documentation section with
 /// its subsections, the text of a documentation or build file. A unit
 /// takes at most a third of the budget and is cut at a line end; when even
@@ -383,22 +195,19 @@ pub fn build_context(
     count: &dyn Fn(&str) -> usize,
 ) -> Context {
     let data = &corpus.data;
-    let mut text = String::new();
-    let mut chunks = Vec::new();
-    let mut tokens = 0usize;
-    let mut dropped = 0usize;
+    let mut out = Context::empty();
     // Lines already shown, per path.
     let mut shown: Vec<(&str, u32, u32)> = Vec::new();
     let unit_cap = budget / 3;
     for rc in &retrieval.chunks {
-        let n = chunks.len() as u32 + 1;
+        let n = out.next_n();
         let c = &data.chunks[rc.chunk as usize];
         let has_text = !c.code.trim().is_empty()
             && data.entities[c.entity as usize].kind != EntityKind::Module;
         if has_text && c.start_line > 0 && is_shown(&shown, c) {
             continue;
         }
-        let left = budget.saturating_sub(tokens);
+        let left = budget.saturating_sub(out.tokens);
         let own = (c.start_line, c.end_line);
         let unit = unit_text(corpus, rc.chunk, &shown, &|code: &str| {
             let t = count(&block(corpus, n, rc.chunk, rc.role, code, own));
@@ -411,9 +220,9 @@ pub fn build_context(
         };
         let mut b = block(corpus, n, rc.chunk, rc.role, code, (start, end));
         let mut t = count(&b);
-        if tokens + t > budget {
-            if !chunks.is_empty() {
-                dropped += 1;
+        if out.tokens + t > budget {
+            if !out.chunks.is_empty() {
+                out.dropped_for_budget += 1;
                 continue;
             }
             // The first chunk alone is too long: keep whole leading lines,
@@ -454,28 +263,24 @@ pub fn build_context(
             );
             t = count(&b);
         }
-        text.push_str(&b);
-        text.push('\n');
-        tokens += t;
         if has_text || unit.is_some() {
             shown.push((c.path.as_str(), start, end));
         }
-        chunks.push(ContextChunk {
-            n,
-            chunk: rc.chunk,
-            path: c.path.clone(),
-            start_line: start,
-            end_line: end,
-            symbol: data.entities[c.entity as usize].qualified_name.clone(),
-            role: rc.role.as_str().to_string(),
-        });
+        out.push(
+            &b,
+            t,
+            ContextChunk {
+                n,
+                chunk: rc.chunk,
+                path: c.path.clone(),
+                start_line: start,
+                end_line: end,
+                symbol: data.entities[c.entity as usize].qualified_name.clone(),
+                role: rc.role.as_str().to_string(),
+            },
+        );
     }
-    Context {
-        text,
-        chunks,
-        tokens,
-        dropped_for_budget: dropped,
-    }
+    out
 }
 
 /// The context of the `bm25-files` answer baseline: whole files (their
@@ -490,9 +295,7 @@ pub fn file_context(
     count: &dyn Fn(&str) -> usize,
 ) -> Context {
     let data = &corpus.data;
-    let mut text = String::new();
-    let mut chunks = Vec::new();
-    let mut tokens = 0usize;
+    let mut out = Context::empty();
     for path in paths {
         // The parts of a split entity join into the source, as in a unit.
         let numbered: Vec<UnitLine<'_>> = file_text_chunks(data, path)
@@ -500,13 +303,13 @@ pub fn file_context(
             .flat_map(|c| unit_lines(c, c.part > 1))
             .collect();
         let lines: Vec<&str> = numbered.iter().map(|l| l.text).collect();
-        let n = chunks.len() as u32 + 1;
+        let n = out.next_n();
         let fence = fence_for(&lines.concat());
         let head = format!(
             "[{n}] {path} (whole file)\n{fence}{}\n",
             fence_language(path)
         );
-        let left = budget.saturating_sub(tokens);
+        let left = budget.saturating_sub(out.tokens);
         let lo = leading_lines_that_fit(lines.len(), |k| {
             count(&format!("{head}{}\n{fence}\n", lines[..k].join("\n"))) <= left
         });
@@ -515,9 +318,7 @@ pub fn file_context(
         }
         let block =
             reveal_bidi(&format!("{head}{}\n{fence}\n", lines[..lo].join("\n"))).into_owned();
-        tokens += count(&block);
-        text.push_str(&block);
-        text.push('\n');
+        let tokens = count(&block);
         let (first, last) = line_range(&numbered[..lo]).unwrap_or((1, lo as u32));
         let file_chunk = data
             .files
@@ -525,22 +326,21 @@ pub fn file_context(
             .find(|f| f.path == *path)
             .and_then(|f| corpus.file_chunk(f.id))
             .unwrap_or(0);
-        chunks.push(ContextChunk {
-            n,
-            chunk: file_chunk,
-            path: path.to_string(),
-            start_line: first,
-            end_line: last,
-            symbol: path.to_string(),
-            role: "baseline_file".into(),
-        });
+        out.push(
+            &block,
+            tokens,
+            ContextChunk {
+                n,
+                chunk: file_chunk,
+                path: path.to_string(),
+                start_line: first,
+                end_line: last,
+                symbol: path.to_string(),
+                role: "baseline_file".into(),
+            },
+        );
     }
-    Context {
-        text,
-        chunks,
-        tokens,
-        dropped_for_budget: 0,
-    }
+    out
 }
 
 /// Build the context with the conservative token estimate.

@@ -1,0 +1,195 @@
+//! The citations of an answer: the `[n]` numbers it carries, mapped back
+//! to the `path:start-end` of the context chunk each names, and how much
+//! of the answer (sentence by sentence) is cited.
+
+use serde::{Deserialize, Serialize};
+
+use super::Context;
+
+/// One citation found in an answer.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Citation {
+    /// The number cited.
+    pub n: u32,
+    /// `path:start-end`, when the number names a context chunk.
+    pub location: Option<String>,
+}
+
+/// The citations of an answer.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CitationReport {
+    /// Distinct citations in order of first use.
+    pub citations: Vec<Citation>,
+    /// Numbers that name no context chunk.
+    pub invalid: Vec<u32>,
+    /// Sentences in the answer.
+    pub sentences: usize,
+    /// Sentences with at least one valid citation.
+    pub cited_sentences: usize,
+    /// `cited_sentences / sentences` (0 for an empty answer).
+    pub cited_share: f64,
+}
+
+/// Citation numbers in a text: `[3]`, `[1, 2]`, `[1][4]`.
+pub(crate) fn numbers_in(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(a) = rest.find('[') {
+        let Some(b) = rest[a..].find(']') else {
+            break;
+        };
+        let inner = &rest[a + 1..a + b];
+        let nums: Vec<Option<u32>> = inner
+            .split(',')
+            .map(|p| p.trim().parse::<u32>().ok())
+            .collect();
+        if !nums.is_empty() && nums.iter().all(Option::is_some) {
+            out.extend(nums.into_iter().flatten());
+        }
+        rest = &rest[a + b + 1..];
+    }
+    out
+}
+
+/// Sentences of an answer: split at `.`, `!`, `?` followed by whitespace,
+/// and at line breaks; code fences and blank pieces are skipped.
+pub(crate) fn sentences(answer: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_fence = false;
+    for line in answer.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        let mut cur = String::new();
+        let chars: Vec<char> = line.chars().collect();
+        for (i, &ch) in chars.iter().enumerate() {
+            cur.push(ch);
+            let end =
+                matches!(ch, '.' | '!' | '?') && chars.get(i + 1).is_none_or(|c| c.is_whitespace());
+            // A citation right after the full stop belongs to this sentence.
+            if end
+                && !chars[i + 1..]
+                    .iter()
+                    .collect::<String>()
+                    .trim_start()
+                    .starts_with('[')
+            {
+                if cur.trim().chars().any(char::is_alphanumeric) {
+                    out.push(cur.trim().to_string());
+                }
+                cur.clear();
+            }
+        }
+        if cur.trim().chars().any(char::is_alphanumeric) {
+            out.push(cur.trim().to_string());
+        }
+    }
+    out
+}
+
+/// Map the `[n]` citations of an answer to context locations and measure
+/// how much of the answer is cited.
+pub fn check_citations(answer: &str, context: &Context) -> CitationReport {
+    let valid = |n: u32| context.chunks.iter().find(|c| c.n == n);
+    let mut citations: Vec<Citation> = Vec::new();
+    let mut invalid: Vec<u32> = Vec::new();
+    for n in numbers_in(answer) {
+        match valid(n) {
+            Some(c) => {
+                if !citations.iter().any(|x| x.n == n) {
+                    citations.push(Citation {
+                        n,
+                        location: Some(c.location()),
+                    });
+                }
+            }
+            None => {
+                if !invalid.contains(&n) {
+                    invalid.push(n);
+                }
+            }
+        }
+    }
+    let sents = sentences(answer);
+    let cited = sents
+        .iter()
+        .filter(|s| numbers_in(s).into_iter().any(|n| valid(n).is_some()))
+        .count();
+    CitationReport {
+        citations,
+        invalid,
+        sentences: sents.len(),
+        cited_sentences: cited,
+        cited_share: if sents.is_empty() {
+            0.0
+        } else {
+            cited as f64 / sents.len() as f64
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answer::ContextChunk;
+
+    fn ctx() -> Context {
+        Context {
+            text: String::new(),
+            chunks: vec![
+                ContextChunk {
+                    n: 1,
+                    chunk: 0,
+                    path: "src/A.h".into(),
+                    start_line: 3,
+                    end_line: 9,
+                    symbol: "A".into(),
+                    role: "primary".into(),
+                },
+                ContextChunk {
+                    n: 2,
+                    chunk: 1,
+                    path: "src".into(),
+                    start_line: 0,
+                    end_line: 0,
+                    symbol: "src".into(),
+                    role: "structural_expansion".into(),
+                },
+            ],
+            tokens: 0,
+            dropped_for_budget: 0,
+        }
+    }
+
+    #[test]
+    fn citations_map_to_locations_and_flag_unknown_numbers() {
+        let r = check_citations(
+            "A holds the field [1]. It lives in src [2][7]. Nothing else is known.\n- uses B [1, 2]",
+            &ctx(),
+        );
+        assert_eq!(
+            r.citations,
+            vec![
+                Citation {
+                    n: 1,
+                    location: Some("src/A.h:3-9".into())
+                },
+                Citation {
+                    n: 2,
+                    location: Some("src".into())
+                }
+            ]
+        );
+        assert_eq!(r.invalid, vec![7]);
+        assert_eq!(r.sentences, 4);
+        assert_eq!(r.cited_sentences, 3);
+        assert!((r.cited_share - 0.75).abs() < 1e-9);
+        let none = check_citations("", &ctx());
+        assert_eq!((none.sentences, none.cited_share), (0, 0.0));
+        assert_eq!(numbers_in("array[i] and [x] but [3]"), vec![3]);
+    }
+}

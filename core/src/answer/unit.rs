@@ -1,0 +1,223 @@
+//! The completed unit of a retrieved chunk: the chunks a reader needs
+//! with it (every part of a split class or function, a section with its
+//! subsections, a file's text), which of them an earlier excerpt already
+//! shows, and their lines joined and numbered with the file's own lines.
+//! The browser fetches the text of these chunks before it builds a
+//! context ([`context_chunks`]); [`super::context`] lays them out.
+
+use crate::lines::LineKind;
+use crate::model::EntityKind;
+use crate::retrieve::{Corpus, Retrieval};
+
+/// The most leading lines (out of `total`) for which `fits(k)` holds, by
+/// binary search; `fits` must be monotone (true up to some k, then false).
+pub(super) fn leading_lines_that_fit(total: usize, fits: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0usize, total);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+/// A file's text as chunks: its outermost code and documentation chunks
+/// in line order (members sit inside their class, subsections follow their
+/// section). File, module, call-chain and namespace chunks are summaries,
+/// not text.
+pub(super) fn file_text_chunks<'a>(
+    data: &'a crate::IndexData,
+    path: &str,
+) -> Vec<&'a crate::model::Chunk> {
+    let mut parts: Vec<&crate::model::Chunk> = data
+        .chunks
+        .iter()
+        .filter(|c| {
+            c.path == path
+                && !matches!(
+                    data.entities[c.entity as usize].kind,
+                    EntityKind::File
+                        | EntityKind::Module
+                        | EntityKind::CallChain
+                        | EntityKind::Namespace
+                )
+        })
+        .collect();
+    parts.sort_by_key(|c| (c.start_line, std::cmp::Reverse(c.end_line)));
+    let mut out = Vec::new();
+    let mut covered = 0u32;
+    for c in parts {
+        if c.start_line > covered || c.start_line == 0 {
+            out.push(c);
+            covered = covered.max(c.end_line);
+        }
+    }
+    out
+}
+
+/// Whether an earlier block already shows all of a chunk's lines.
+pub(super) fn is_shown(shown: &[(&str, u32, u32)], c: &crate::model::Chunk) -> bool {
+    shown
+        .iter()
+        .any(|&(p, a, b)| p == c.path && a <= c.start_line && c.end_line <= b)
+}
+
+/// One line of a completed unit, with its line number in the file (none
+/// for the repeated signature and part marker of a split part).
+pub(super) struct UnitLine<'a> {
+    pub(super) text: &'a str,
+    pub(super) line: Option<u32>,
+}
+
+/// Lines of one chunk's code as shown in a unit. A later part of a split
+/// code entity drops its prelude (the signature it repeats and its
+/// `// [part i/n]` marker) unless it opens the unit, where the marker
+/// says where the text starts; every part drops its trailing `// [continues
+/// in part ...]` marker, so the parts join into the source. The rest is
+/// numbered with the file's own lines ([`crate::lines::code_lines`]).
+pub(super) fn unit_lines(c: &crate::model::Chunk, drop_header: bool) -> Vec<UnitLine<'_>> {
+    crate::lines::code_lines(c)
+        .into_iter()
+        .filter(|l| match l.kind {
+            LineKind::Prelude => !drop_header,
+            LineKind::Trailer => false,
+            LineKind::Source { .. } => true,
+        })
+        .map(|l| UnitLine {
+            text: l.text,
+            line: l.line(),
+        })
+        .collect()
+}
+
+/// The first and last file line among `lines`.
+pub(super) fn line_range(lines: &[UnitLine<'_>]) -> Option<(u32, u32)> {
+    let first = lines.iter().find_map(|l| l.line)?;
+    let last = lines.iter().rev().find_map(|l| l.line)?;
+    Some((first, last))
+}
+
+/// The chunks that complete a retrieved chunk into the unit a reader
+/// needs, in reading order, the chunk itself first among them:
+/// - a part of a split code entity: every part of it, the retrieved part
+///   and those after it first when the whole does not fit `cap` (the caller
+///   cuts at the cap, so the retrieved part always shows);
+/// - a documentation section: its parts and every subsection under it;
+/// - a file chunk: the file's text, as its outermost chunks in line order.
+///
+/// Any other chunk is a unit by itself. Only chunks of the same file are
+/// ever added. The browser fetches the text of these chunks before it
+/// builds an answer's context ([`context_chunks`]).
+pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
+    let data = &corpus.data;
+    let Some(c) = data.chunks.get(chunk as usize) else {
+        return Vec::new();
+    };
+    let e = &data.entities[c.entity as usize];
+    if e.kind == EntityKind::File {
+        let mut ids = vec![chunk];
+        ids.extend(file_text_chunks(data, &c.path).into_iter().map(|o| o.id));
+        return ids;
+    }
+    if e.kind == EntityKind::DocSection {
+        let prefix = format!("{} > ", e.qualified_name);
+        let mut ids: Vec<&crate::model::Chunk> = data
+            .chunks
+            .iter()
+            .filter(|o| {
+                o.path == c.path
+                    && o.entity_type == EntityKind::DocSection
+                    && (o.entity == c.entity
+                        || data.entities[o.entity as usize]
+                            .qualified_name
+                            .starts_with(&prefix))
+            })
+            .collect();
+        ids.sort_by_key(|o| (o.start_line, o.part));
+        // The retrieved part of a split section comes first.
+        let at = ids.iter().position(|o| o.id == chunk).unwrap_or(0);
+        return ids[at..].iter().map(|o| o.id).collect();
+    }
+    if c.parts > 1 {
+        let parts = &corpus.chunks_of_entity[c.entity as usize];
+        let at = parts.iter().position(|&p| p == chunk).unwrap_or(0);
+        let mut ids: Vec<u32> = parts.clone();
+        // Earlier parts come before it only when the caller has room; it
+        // asks for the tail first (see `unit_text`).
+        ids.rotate_left(at);
+        return ids;
+    }
+    vec![chunk]
+}
+
+/// Every chunk whose text the context of a retrieval may show: the
+/// retrieved chunks and the chunks that complete them ([`unit_chunks`]).
+pub fn context_chunks(corpus: &Corpus, retrieval: &Retrieval) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for rc in &retrieval.chunks {
+        for id in unit_chunks(corpus, rc.chunk) {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+    }
+    out
+}
+
+/// The lines of a chunk's completed unit, in file order, within `fits`
+/// (a monotone test of a candidate text): the whole unit when it fits,
+/// else the retrieved chunk and what follows it, cut at a line end.
+/// Returns the text and its first and last line.
+pub(super) fn unit_text(
+    corpus: &Corpus,
+    chunk: u32,
+    shown: &[(&str, u32, u32)],
+    fits: &dyn Fn(&str) -> bool,
+) -> Option<(String, u32, u32)> {
+    let data = &corpus.data;
+    // What an earlier block already shows is not repeated.
+    let ids: Vec<u32> = unit_chunks(corpus, chunk)
+        .into_iter()
+        .filter(|&i| i == chunk || !is_shown(shown, &data.chunks[i as usize]))
+        .collect();
+    if ids.len() <= 1 {
+        return None;
+    }
+    let c = &data.chunks[chunk as usize];
+    let mut in_order: Vec<&crate::model::Chunk> =
+        ids.iter().map(|&i| &data.chunks[i as usize]).collect();
+    in_order.sort_by_key(|o| (o.start_line, o.part));
+    // Later parts of a split entity drop their repeated header, except a
+    // retrieved part that opens the text.
+    fn lines_of<'a>(pieces: &[&'a crate::model::Chunk], keep_first: bool) -> Vec<UnitLine<'a>> {
+        pieces
+            .iter()
+            .enumerate()
+            .flat_map(|(i, o)| unit_lines(o, o.part > 1 && !(keep_first && i == 0)))
+            .collect()
+    }
+    let join = |ls: &[UnitLine<'_>]| ls.iter().map(|l| l.text).collect::<Vec<_>>().join("\n");
+    let whole = lines_of(&in_order, false);
+    if fits(&join(&whole)) {
+        let (a, b) = line_range(&whole)?;
+        return Some((join(&whole), a, b));
+    }
+    // From the retrieved chunk on (a split entity keeps its header).
+    let at = in_order.iter().position(|o| o.id == chunk).unwrap_or(0);
+    // The retrieved chunk keeps its own header.
+    let mut tail = lines_of(&in_order[at..], true);
+    let marker = "... (cut to fit the context budget)";
+    let k = leading_lines_that_fit(tail.len(), |k| {
+        fits(&format!("{}\n{marker}", join(&tail[..k])))
+    });
+    if k <= c.code.lines().count() {
+        // Not even the chunk itself and one more line: no completion.
+        return None;
+    }
+    tail.truncate(k);
+    let (a, b) = line_range(&tail)?;
+    Some((format!("{}\n{marker}", join(&tail)), a, b))
+}
