@@ -1,5 +1,7 @@
 //! Golden files of both index formats: the hand-built index of
-//! `common::sample()` encoded as the native data files and manifest
+//! `common::sample()`, with deterministic 8-dimensional vectors and their
+//! HNSW graph (built on one thread from a fixed seed, as the indexer
+//! builds it), encoded as the native data files and manifest
 //! (`golden/native/`) and laid out for the web as `codegloss.json` and its
 //! shards (`golden/web/`), checked in byte for byte.
 //!
@@ -25,9 +27,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use codegloss_core::embed::{EmbeddingSpec, Pooling, Quantization, PROMPT_FORMAT_VERSION};
+use codegloss_core::format::EmbeddingInfo;
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
+use codegloss_core::vectors::{HnswParams, QVec, VectorStore};
 use codegloss_core::web::{build_site_index, ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
-use codegloss_core::{DataKind, Entity, Gloss, IndexData, Manifest, FORMAT_VERSION};
+use codegloss_core::{DataKind, Entity, Gloss, IndexData, Manifest, VectorIndex, FORMAT_VERSION};
 use common::*;
 
 /// The environment variable that rewrites the golden files.
@@ -46,24 +51,107 @@ fn updating() -> bool {
     std::env::var(UPDATE).is_ok_and(|v| v == "1")
 }
 
+/// Dimension of the golden vectors.
+const DIM: usize = 8;
+
+/// A deterministic vector for chunk `i` (xorshift, values in [-0.5, 0.5)).
+fn vector(i: u32) -> Vec<f32> {
+    let mut s = u64::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..DIM)
+        .map(|_| {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            ((s.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect()
+}
+
+/// The embedding section of the golden index.
+fn embedding(data: &IndexData) -> EmbeddingInfo {
+    EmbeddingInfo {
+        spec: EmbeddingSpec {
+            model_id: "golden-model".into(),
+            model_sha256: "0".repeat(64),
+            tokenizer_sha256: "1".repeat(64),
+            dimension: DIM as u32,
+            pooling: Pooling::Mean,
+            normalize: true,
+            max_length: 256,
+            prompt_format_version: PROMPT_FORMAT_VERSION,
+            query_prefix: "query: ".into(),
+            document_prefix: "passage: ".into(),
+        },
+        quantization: Quantization::Int8,
+        vectors: data.chunks.len() as u64,
+        hnsw: HnswParams::default(),
+        hnsw_recall_at_10: 1.0,
+        hnsw_recall_queries: 0,
+    }
+}
+
+/// The golden vectors: int8, one per chunk, with the HNSW graph built on a
+/// single thread from the default seed (the indexer's way, so the graph is
+/// the same on every run).
+fn vectors(data: &IndexData) -> VectorIndex {
+    let info = embedding(data);
+    let points: Vec<QVec> = (0..data.chunks.len() as u32)
+        .map(|i| QVec::quantize(&vector(i)))
+        .collect();
+    let ids: Vec<u32> = (0..data.chunks.len() as u32).collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("one build thread");
+    let graph = pool.install(|| {
+        instant_distance::Builder::default()
+            .ef_construction(info.hnsw.ef_construction as usize)
+            .ef_search(info.hnsw.ef_search as usize)
+            .seed(info.hnsw.seed)
+            .select_heuristic(None)
+            .build(points, ids)
+    });
+    let keys = (0..data.chunks.len()).map(|i| [i as u8; 16]).collect();
+    VectorIndex::new(
+        info.spec,
+        info.quantization,
+        info.hnsw,
+        keys,
+        VectorStore::Int8(graph),
+    )
+    .expect("the golden vectors are consistent")
+}
+
+/// The fixed index's manifest, with its embedding section.
+fn golden_manifest(data: &IndexData, tables: &[Vec<u8>]) -> Manifest {
+    Manifest {
+        embedding: Some(embedding(data)),
+        ..manifest_for(data, tables)
+    }
+}
+
 /// The fixed index in the native format: `(file name, bytes)` of every data
-/// file (the four tables and the keyword index), then `manifest.json`.
+/// file (the four tables, the keyword index and the vectors), then
+/// `manifest.json`.
 fn native_files(data: &IndexData) -> Files {
     let tables = encoded(data);
     let lexical = LexicalIndex::build(data, FieldWeights::default())
         .encode()
         .expect("keyword index encodes");
-    let mut manifest = manifest_for(data, &tables);
+    let vectors = vectors(data).encode().expect("vectors encode");
+    let mut manifest = golden_manifest(data, &tables);
     let mut all: Vec<(DataKind, Vec<u8>)> = DataKind::ALL.iter().copied().zip(tables).collect();
-    all.push((DataKind::Lexical, lexical.clone()));
-    manifest
-        .data_files
-        .push(codegloss_core::format::DataFileInfo {
-            name: DataKind::Lexical.file_name().to_string(),
-            kind: DataKind::Lexical,
-            bytes: lexical.len() as u64,
-            sha256: codegloss_core::format::sha256_hex(&lexical),
-        });
+    for (kind, bytes) in [(DataKind::Lexical, lexical), (DataKind::Vectors, vectors)] {
+        manifest
+            .data_files
+            .push(codegloss_core::format::DataFileInfo {
+                name: kind.file_name().to_string(),
+                kind,
+                bytes: bytes.len() as u64,
+                sha256: codegloss_core::format::sha256_hex(&bytes),
+            });
+        all.push((kind, bytes));
+    }
     let mut out: Files = all
         .into_iter()
         .map(|(kind, bytes)| (kind.file_name().to_string(), bytes))
@@ -76,9 +164,11 @@ fn native_files(data: &IndexData) -> Files {
 /// shard under the name the manifest gives it.
 fn web_files(data: &IndexData) -> Files {
     let tables = encoded(data);
-    let manifest = manifest_for(data, &tables);
+    let manifest = golden_manifest(data, &tables);
     let lexical = LexicalIndex::build(data, FieldWeights::default());
-    let site = build_site_index(&manifest, data, &lexical, None).expect("the web layout builds");
+    let vectors = vectors(data);
+    let site =
+        build_site_index(&manifest, data, &lexical, Some(&vectors)).expect("the web layout builds");
     let mut out = vec![(
         WEB_MANIFEST.to_string(),
         site.manifest.to_json().into_bytes(),
@@ -182,6 +272,7 @@ fn native_golden_files_decode_to_the_fixed_index() {
         DataKind::Chunks,
         DataKind::Graph,
         DataKind::Lexical,
+        DataKind::Vectors,
     ]
     .iter()
     .map(|&kind| {
@@ -201,6 +292,17 @@ fn native_golden_files_decode_to_the_fixed_index() {
         lexical.encode().expect("re-encodes"),
         bytes[4],
         "the keyword index decodes to the value it was written from"
+    );
+    let v = VectorIndex::decode(&bytes[5]).expect("golden vectors decode");
+    assert_eq!(v.spec, embedding(&data).spec);
+    for (i, chunk) in data.chunks.iter().enumerate() {
+        let expected = QVec::quantize(&vector(i as u32)).dequantize();
+        assert_eq!(v.vector(chunk.id), Some(expected), "vector of chunk {i}");
+    }
+    assert_eq!(
+        v.encode().expect("re-encodes"),
+        bytes[5],
+        "the vectors and their graph decode to the value they were written from"
     );
 }
 
@@ -235,6 +337,19 @@ fn web_golden_files_decode_to_the_fixed_index() {
             .expect("a golden shard loads");
         }
     }
+    let vectors = manifest
+        .vectors_shard()
+        .expect("a vectors shard")
+        .name
+        .clone();
+    index
+        .add_vectors(&read(&dir, &vectors))
+        .expect("the golden vectors shard loads");
+    assert_eq!(
+        index.corpus.vectors.as_ref().map(|v| v.spec.clone()),
+        Some(embedding(&data).spec),
+        "the vectors arrive with the index's embedding spec"
+    );
     let web = &index.corpus.data;
     assert_eq!(web.chunks, data.chunks, "every chunk, with its text");
     assert_eq!(web.edges, data.edges);

@@ -306,28 +306,16 @@ fn ci() -> Result<()> {
     ensure_wasm_target()?;
     // The embedding tests run a real ONNX session on the default model.
     models::install(&root())?;
-    run(cargo().args(["fmt", "--all", "--check"]))?;
-    run(cargo().args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--locked",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    // The fuzz crate is a workspace of its own: `--all` does not reach it.
-    run(cargo().args(["fmt", "--check", "--manifest-path", "fuzz/Cargo.toml"]))?;
-    run(cargo().args([
-        "clippy",
-        "--manifest-path",
-        "fuzz/Cargo.toml",
-        "--all-targets",
-        "--locked",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    // fmt and clippy over the workspace, then over the fuzz crate, a
+    // workspace of its own that `--all` does not reach.
+    const FUZZ: &[&str] = &["--manifest-path", "fuzz/Cargo.toml"];
+    for (fmt, clippy) in [(&["--all"][..], &["--workspace"][..]), (FUZZ, FUZZ)] {
+        run(cargo().args(["fmt", "--check"]).args(fmt))?;
+        run(cargo()
+            .args(["clippy", "--all-targets", "--locked"])
+            .args(clippy)
+            .args(["--", "-D", "warnings"]))?;
+    }
     // The site tests run the widget in Debian's headless Chromium.
     let assets = site::assets(&root())?;
     let npm = site::browser_test_deps()?;

@@ -67,12 +67,12 @@ pub(crate) fn serve(args: ServeArgs) -> Result<()> {
 
 /// Write the site of the index in `index` into `site` and say how to serve it.
 pub(crate) fn run_site(index: &Path, site: &Path, assets: &Path, cfg: &Config) -> Result<()> {
-    let model = embed::ModelFiles::resolve(&cfg.embedding).map_err(|e| e.to_string());
+    let model = embed::ModelFiles::resolve(&cfg.embedding);
     let report = codegloss_indexer::site::write_site(
         index,
         site,
         assets,
-        model.as_ref().map_err(Clone::clone),
+        model.as_ref(),
         cfg.retrieval_given.then_some(&cfg.retrieval),
         &cfg.site.answer_origins,
     )

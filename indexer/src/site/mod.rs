@@ -196,8 +196,8 @@ fn is_shard_name(name: &str) -> bool {
 /// `index/shards/*`. Shards already present are kept; shards of an older
 /// build are removed (only files named like shards). Deterministic.
 /// `model` is the query-embedding model to ship (the index's own files,
-/// checked against its embedding spec): when it is `Err`, the site is
-/// written without it and search in the browser is keyword and structure
+/// checked against its embedding spec): when it is `Err` (the reason it
+/// could not be found), the site is written without it and search in the browser is keyword and structure
 /// only. `answer_origins` are the origins besides this computer that the
 /// landing page's Content-Security-Policy lets the widget call for answers
 /// (`[site] answer_origins`).
@@ -205,7 +205,7 @@ pub fn write_site(
     index_dir: &Path,
     site_dir: &Path,
     assets: &Path,
-    model: Result<&ModelFiles, String>,
+    model: Result<&ModelFiles, &IndexError>,
     retrieval: Option<&codegloss_core::retrieve::RetrievalSettings>,
     answer_origins: &[String],
 ) -> Result<SiteReport, IndexError> {
@@ -228,7 +228,7 @@ pub fn write_site(
     // The query-embedding model, named by content hash.
     let no_model = match (&manifest.embedding, model) {
         (None, _) => Some("the index has no vectors".to_string()),
-        (Some(_), Err(why)) => Some(why),
+        (Some(_), Err(why)) => Some(why.to_string()),
         (Some(info), Ok(files)) => {
             if files.model_sha256 != info.spec.model_sha256
                 || files.tokenizer_sha256 != info.spec.tokenizer_sha256

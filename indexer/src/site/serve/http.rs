@@ -70,13 +70,24 @@ pub(super) struct Head {
     pub(super) len: usize,
 }
 
-pub(super) fn parse_head(buf: &[u8]) -> Result<Option<Head>, String> {
+/// Why a request head is refused (answered 400 with this text).
+#[derive(Debug)]
+pub(super) struct BadRequest(pub(super) String);
+
+impl std::fmt::Display for BadRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A request head: none while it is incomplete.
+pub(super) fn parse_head(buf: &[u8]) -> Result<Option<Head>, BadRequest> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
     let len = match req.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(format!("bad request: {e}")),
+        Err(e) => return Err(BadRequest(format!("bad request: {e}"))),
     };
     let value = |name: &str| {
         req.headers
@@ -88,7 +99,7 @@ pub(super) fn parse_head(buf: &[u8]) -> Result<Option<Head>, String> {
     if value("Content-Length").is_some_and(|v| v.trim() != "0")
         || value("Transfer-Encoding").is_some()
     {
-        return Err("requests with a body are not served".into());
+        return Err(BadRequest("requests with a body are not served".into()));
     }
     Ok(Some(Head {
         method: req.method.unwrap_or("").to_string(),

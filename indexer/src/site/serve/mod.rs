@@ -217,7 +217,7 @@ impl Server {
                     Ok(Some(head)) => break head,
                     Ok(None) if buf.len() < MAX_HEAD => {}
                     Ok(None) => return self.reject(&mut stream, 431, "request head too large"),
-                    Err(why) => return self.reject(&mut stream, 400, &why),
+                    Err(why) => return self.reject(&mut stream, 400, &why.0),
                 }
                 let wait = match started {
                     None => IDLE_TIMEOUT,
