@@ -216,16 +216,11 @@ pub struct ParseConfig {
 impl Default for ParseConfig {
     fn default() -> Self {
         ParseConfig {
+            // Compiler extensions only: a project's own macros come from
+            // its `#define`s (`ingest::macros::defines`), and the macros of
+            // libraries it uses but does not contain from the ALL_CAPS
+            // rule; a configuration may name more.
             attribute_macros: strings(&[
-                "KOKKOS_INLINE_FUNCTION",
-                "KOKKOS_FORCEINLINE_FUNCTION",
-                "KOKKOS_FUNCTION",
-                "KOKKOS_DEFAULTED_FUNCTION",
-                "KOKKOS_INLINE_FUNCTION_DELETED",
-                "KOKKOS_DEDUCTION_GUIDE",
-                "KOKKOS_IMPL_FORCEINLINE",
-                "KOKKOS_IMPL_HOST_FUNCTION",
-                "KOKKOS_IMPL_DEVICE_FUNCTION",
                 "__host__",
                 "__device__",
                 "__global__",
@@ -234,24 +229,8 @@ impl Default for ParseConfig {
                 "__launch_bounds__",
                 "__restrict__",
                 "__inline__",
-                "CUDA_CALLABLE",
-                "HOST_DEVICE",
-                "DEVICE_INLINE",
-                "RAJA_HOST_DEVICE",
-                "RAJA_INLINE",
-                "AMREX_GPU_HOST_DEVICE",
-                "AMREX_GPU_DEVICE",
-                "AMREX_FORCE_INLINE",
             ]),
-            macro_replacements: [
-                ("KOKKOS_LAMBDA", "[=]"),
-                ("KOKKOS_CLASS_LAMBDA", "[=, *this]"),
-                ("RAJA_DEVICE", ""),
-                ("AMREX_GPU_DEVICE_LAMBDA", "[=]"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+            macro_replacements: BTreeMap::new(),
             generic_caps_rule: true,
         }
     }

@@ -20,10 +20,12 @@ use rayon::prelude::*;
 
 use crate::config::Config;
 use crate::error::{IndexError, Warning};
-use crate::ingest::cpp::{self, ParsedCpp, RawEntity};
-use crate::ingest::docs::{self, DocSection};
-use crate::ingest::walk::{self, FileEntry};
-use crate::{ingest::bidi, ingest::chunk, ingest::gloss};
+use crate::ingest::cpp::{self, RawEntity};
+use crate::ingest::docs::DocSection;
+use crate::ingest::file::{self, FileResult, Parsed};
+use crate::ingest::macros::RepoMacros;
+use crate::ingest::walk::{self, FileEntry, Loaded};
+use crate::{ingest::chunk, ingest::gloss};
 
 /// What a build produced.
 #[derive(Debug)]
@@ -32,84 +34,6 @@ pub struct BuildOutput {
     pub data: IndexData,
     /// Every warning, in file order.
     pub warnings: Vec<Warning>,
-}
-
-enum Parsed {
-    Cpp(ParsedCpp),
-    Doc(Vec<DocSection>),
-}
-
-struct FileResult {
-    entry: FileEntry,
-    text: String,
-    sha256: String,
-    bytes: u64,
-    parsed: Parsed,
-    warnings: Vec<Warning>,
-}
-
-fn warn(path: &str, line: Option<u32>, message: impl Into<String>) -> Warning {
-    Warning {
-        path: path.to_string(),
-        line,
-        message: message.into(),
-    }
-}
-
-fn process_file(entry: FileEntry, cfg: &Config) -> Result<FileResult, Warning> {
-    let loaded = walk::load(&entry, &cfg.files)?
-        .ok_or_else(|| warn(&entry.rel_path, None, "skipped: nothing to read"))?;
-    let mut warnings = bidi::warnings(&entry.rel_path, &loaded.text);
-    if loaded.lossy_utf8 {
-        warnings.push(warn(
-            &entry.rel_path,
-            None,
-            "invalid UTF-8: decoded lossily (bad bytes shown as U+FFFD)",
-        ));
-    }
-    let parsed = match entry.language {
-        Language::Cpp => match cpp::parse_cpp(&loaded.text, &cfg.parse) {
-            Ok(p) => {
-                if p.stats.functions_in_error > 0 {
-                    let lines: Vec<String> =
-                        p.error_lines.iter().take(5).map(u32::to_string).collect();
-                    warnings.push(warn(
-                        &entry.rel_path,
-                        p.error_lines.first().copied(),
-                        format!(
-                            "{} of {} function bodies lie inside tree-sitter ERROR nodes (ERROR at lines {})",
-                            p.stats.functions_in_error,
-                            p.stats.functions,
-                            lines.join(", ")
-                        ),
-                    ));
-                }
-                Parsed::Cpp(p)
-            }
-            Err(e) => {
-                warnings.push(warn(
-                    &entry.rel_path,
-                    None,
-                    format!("C++ parse failed, indexed as a file only: {e}"),
-                ));
-                Parsed::Cpp(ParsedCpp::default())
-            }
-        },
-        lang => Parsed::Doc(docs::split_doc(
-            file_name(&entry.rel_path),
-            lang,
-            &loaded.text,
-            cfg.chunk.doc_max_tokens,
-        )),
-    };
-    Ok(FileResult {
-        entry,
-        text: loaded.text,
-        sha256: loaded.sha256,
-        bytes: loaded.bytes,
-        parsed,
-        warnings,
-    })
 }
 
 /// Index a repository.
@@ -122,11 +46,21 @@ pub fn build_index(
     cpp::check_grammar(walked.files.iter().map(|f| f.language))?;
     let mut warnings = walked.warnings;
     progress.set_length(walked.files.len() as u64);
-    progress.set_message("parsing");
-    let results: Vec<Result<FileResult, Warning>> = walked
+    progress.set_message("reading");
+    let loaded: Vec<Result<(FileEntry, Loaded), Warning>> = walked
         .files
         .into_par_iter()
-        .map(|entry| process_file(entry, cfg))
+        .map(|e| file::load(e, cfg))
+        .collect();
+    // The repository's own macros, from every C++ file, before any parse.
+    let repo_macros = RepoMacros::from_sources(loaded.iter().filter_map(|r| match r {
+        Ok((e, l)) if e.language == Language::Cpp => Some(l.text.as_str()),
+        _ => None,
+    }));
+    progress.set_message("parsing");
+    let results: Vec<Result<FileResult, Warning>> = loaded
+        .into_par_iter()
+        .map(|r| r.map(|(entry, l)| file::process(entry, l, cfg, &repo_macros)))
         .inspect(|_| progress.inc(1))
         .collect();
     // Each result: its place in `files`, or the warning that skipped it.

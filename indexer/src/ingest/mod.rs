@@ -2,8 +2,9 @@
 //! and structure graph, before anything is embedded or explained.
 //!
 //! The data flows through the modules in this order: [`walk`] finds the
-//! files (and refuses binary, huge and non-UTF-8 ones), [`macros`]
-//! neutralises the macros that break a C++ parse, [`cpp`] and [`docs`]
+//! files (and refuses binary, huge and non-UTF-8 ones), [`file`] reads
+//! and parses each one, [`macros`] neutralises the macros that break a
+//! C++ parse (the repository's own `#define`s first), [`cpp`] and [`docs`]
 //! parse code and documentation into entities, [`chunk`] cuts them into
 //! retrievable chunks, [`gloss`] writes the structural glosses,
 //! [`concepts`] gathers the repository's own words about each entity,
@@ -16,6 +17,7 @@ pub mod chunk;
 pub mod concepts;
 pub mod cpp;
 pub mod docs;
+pub mod file;
 pub mod gloss;
 pub mod macros;
 pub mod walk;

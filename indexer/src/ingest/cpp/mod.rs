@@ -17,6 +17,7 @@
 //! comments); [`quality`] counts ERROR nodes and retries with ALL_CAPS
 //! macros blanked.
 
+mod branches;
 mod declarators;
 mod names;
 mod quality;
@@ -27,7 +28,7 @@ use tree_sitter::Parser;
 
 use crate::config::ParseConfig;
 use crate::error::IndexError;
-use crate::ingest::macros;
+use crate::ingest::macros::{self, RepoMacros};
 
 pub use names::{base_target, clean_comment, split_last_scope, strip_template_args};
 pub use quality::function_error_counts;
@@ -109,7 +110,7 @@ pub struct ParsedCpp {
 /// `tree-sitter-cpp` crates were built for incompatible grammar versions: a
 /// build problem, the same for every file, hence an [`IndexError::Grammar`]
 /// rather than a warning.
-fn cpp_parser() -> Result<Parser, IndexError> {
+pub fn cpp_parser() -> Result<Parser, IndexError> {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_cpp::LANGUAGE.into())
@@ -139,19 +140,54 @@ pub fn check_grammar(languages: impl IntoIterator<Item = Language>) -> Result<()
 /// gives no tree for this text; the caller keeps the file, indexed as a
 /// file only, with a warning.
 pub fn parse_cpp(src: &str, cfg: &ParseConfig) -> Result<ParsedCpp, IndexError> {
+    parse_cpp_with(src, cfg, &RepoMacros::default())
+}
+
+/// The text the parser reads (macros neutralised, conditionals that split
+/// a declaration flattened, ALL_CAPS attributes blanked; same length and
+/// lines as `src`), its tree, and how many macro uses were rewritten.
+pub fn neutralised_tree(
+    parser: &mut Parser,
+    src: &str,
+    cfg: &ParseConfig,
+    repo: &RepoMacros,
+) -> Result<(String, tree_sitter::Tree, u32), IndexError> {
+    let n = macros::neutralise(src, &cfg.attribute_macros, &cfg.macro_replacements, repo);
+    let (mut text, mut count) = (n.text, n.count);
+    let mut tree = parser.parse(&text, None).ok_or(IndexError::NoSyntaxTree)?;
+    // Conditionals that split a declaration first: the macros near an
+    // ERROR node are judged on the text that remains.
+    (text, tree, _) = branches::first_branch_pass(parser, text, tree);
+    if cfg.generic_caps_rule {
+        (text, tree, count) = quality::generic_caps_pass(parser, text, tree, count);
+        // What is left: attribute macros that broke nothing but would read
+        // as part of a return type; kept unless the parse gets worse.
+        let rest = macros::attributes_before_keywords(&text);
+        if rest.count > 0 {
+            if let Some(t) = parser.parse(&rest.text, None) {
+                if quality::count_errors(t.root_node()) <= quality::count_errors(tree.root_node()) {
+                    (text, tree, count) = (rest.text, t, count + rest.count);
+                }
+            }
+        }
+    }
+    Ok((text, tree, count))
+}
+
+/// [`parse_cpp`] with the macros the repository defines ([`RepoMacros`])
+/// neutralised too.
+pub fn parse_cpp_with(
+    src: &str,
+    cfg: &ParseConfig,
+    repo: &RepoMacros,
+) -> Result<ParsedCpp, IndexError> {
     let mut parser = cpp_parser()?;
     // tree-sitter addresses bytes with u32; files over 4 GiB never get here
     // (the walker caps file size).
     let raw_tree = parser.parse(src, None).ok_or(IndexError::NoSyntaxTree)?;
     let (raw_functions, raw_in_error) = function_error_counts(raw_tree.root_node());
 
-    let n = macros::neutralise(src, &cfg.attribute_macros, &cfg.macro_replacements);
-    let mut text = n.text;
-    let mut count = n.count;
-    let mut tree = parser.parse(&text, None).ok_or(IndexError::NoSyntaxTree)?;
-    if cfg.generic_caps_rule {
-        (text, tree, count) = quality::generic_caps_pass(&mut parser, text, tree, count);
-    }
+    let (text, tree, count) = neutralised_tree(&mut parser, src, cfg, repo)?;
     let root = tree.root_node();
     let (functions, in_error) = function_error_counts(root);
     let mut error_lines = Vec::new();
@@ -233,8 +269,8 @@ mod tests {
     }
 
     #[test]
-    fn kokkos_macros_do_not_break_methods() {
-        let src = "template <typename T>\nclass V {\npublic:\n  KOKKOS_INLINE_FUNCTION T& operator()(int i) const { return d[i]; }\n  KOKKOS_FUNCTION void g() { h(); }\n};\n";
+    fn attribute_macros_do_not_break_methods() {
+        let src = "template <typename T>\nclass V {\npublic:\n  LIB_INLINE_FUNCTION T& operator()(int i) const { return d[i]; }\n  LIB_FUNCTION void g() { h(); }\n};\n";
         let p = parse(src);
         assert_eq!(p.stats.functions, 2);
         assert_eq!(p.stats.functions_in_error, 0);
@@ -245,7 +281,7 @@ mod tests {
         assert_eq!(op.return_type.as_deref(), Some("T&"));
         assert!(
             op.signature
-                .starts_with("KOKKOS_INLINE_FUNCTION T& operator()"),
+                .starts_with("LIB_INLINE_FUNCTION T& operator()"),
             "{}",
             op.signature
         );

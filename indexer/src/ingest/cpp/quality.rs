@@ -69,7 +69,7 @@ pub(super) fn count_errors(node: Node) -> usize {
     n
 }
 
-fn collect_error_ranges(node: Node, out: &mut Vec<(usize, usize)>) {
+pub(super) fn collect_error_ranges(node: Node, out: &mut Vec<(usize, usize)>) {
     if node.is_error() {
         out.push((node.start_byte(), node.end_byte()));
     }

@@ -1,0 +1,775 @@
+//! Macro neutralisation before parsing.
+//!
+//! Scientific C++ puts attribute-like macros in front of declarations
+//! (`KOKKOS_INLINE_FUNCTION`, `__host__ __device__`, ...). tree-sitter does
+//! not expand macros, so these turn into ERROR nodes and hide whole
+//! function bodies. We rewrite them in a copy of the source *without
+//! changing any byte offset*: a macro becomes spaces of the same length, or
+//! a same-length-or-shorter piece of C++ padded with spaces (for macros
+//! that stand for syntax, such as `KOKKOS_LAMBDA` → `[=]`). Spans found in
+//! the rewritten text are therefore exact in the original.
+//!
+//! Function-like macros used where a type is expected (a base class
+//! written as `public BASE_MACRO(T, B)`, or `using Base = BASE_MACRO(T)`)
+//! get their parentheses turned into angle brackets, which keeps the
+//! length and makes them parse as a template type.
+
+use std::collections::BTreeMap;
+
+pub mod defines;
+
+pub use defines::{MacroRule, RepoMacros};
+
+/// Is `b` a byte that can continue a C identifier?
+fn ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Byte ranges of every whole-identifier occurrence of an identifier
+/// matching `pattern` (exact, or prefix when `pattern` ends with `*`),
+/// outside comments, string literals and preprocessor `#define` lines.
+pub fn find_identifiers(src: &str, pattern: &str) -> Vec<(usize, usize)> {
+    let (prefix, wildcard) = match pattern.strip_suffix('*') {
+        Some(p) => (p, true),
+        None => (pattern, false),
+    };
+    let mut out = Vec::new();
+    for (start, end) in code_identifiers(src) {
+        let word = &src[start..end];
+        let hit = if wildcard {
+            word.starts_with(prefix)
+        } else {
+            word == prefix
+        };
+        if hit {
+            out.push((start, end));
+        }
+    }
+    out
+}
+
+/// Byte ranges of all identifiers in code (not in comments, strings or
+/// preprocessor directive lines).
+pub fn code_identifiers(src: &str) -> Vec<(usize, usize)> {
+    let b = src.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut line_start = true;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            line_start = true;
+            i += 1;
+            continue;
+        }
+        if line_start && (c == b' ' || c == b'\t') {
+            i += 1;
+            continue;
+        }
+        if line_start && c == b'#' {
+            // Skip the directive with its continuation lines.
+            while i < b.len() {
+                if b[i] == b'\n' && (i == 0 || b[i - 1] != b'\\') {
+                    break;
+                }
+                i += 1;
+            }
+            continue;
+        }
+        line_start = false;
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                i += 1;
+            }
+            i = (i + 2).min(b.len());
+            continue;
+        }
+        if c == b'"' || c == b'\'' {
+            // Raw strings R"(...)" are rare in scientific code; treat them
+            // as ordinary strings up to the closing quote.
+            let quote = c;
+            i += 1;
+            while i < b.len() && b[i] != quote && b[i] != b'\n' {
+                if b[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i = (i + 1).min(b.len());
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < b.len() && ident_byte(b[i]) {
+                i += 1;
+            }
+            out.push((start, i));
+            continue;
+        }
+        if c.is_ascii_digit() {
+            while i < b.len() && (ident_byte(b[i]) || b[i] == b'.') {
+                i += 1;
+            }
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Replace `range` of `buf` with `replacement` padded with spaces to the
+/// same length. The replacement must not be longer than the range.
+fn overwrite(buf: &mut [u8], range: (usize, usize), replacement: &str) {
+    let (s, e) = range;
+    let r = replacement.as_bytes();
+    debug_assert!(r.len() <= e - s);
+    for (k, slot) in buf[s..e].iter_mut().enumerate() {
+        *slot = r.get(k).copied().unwrap_or(b' ');
+    }
+}
+
+/// Blank `range` of `buf`, keeping its newlines (so rows stay exact).
+fn blank(buf: &mut [u8], range: (usize, usize)) {
+    for slot in &mut buf[range.0..range.1] {
+        if *slot != b'\n' {
+            *slot = b' ';
+        }
+    }
+}
+
+/// Rewrite one use of a repository macro; false when the use does not
+/// have the shape the rule needs (a function-like macro named without its
+/// arguments, for example).
+fn apply_rule(src: &str, buf: &mut [u8], (s, e): (usize, usize), rule: &MacroRule) -> bool {
+    match rule {
+        MacroRule::Blank { with_args: false } => blank(buf, (s, e)),
+        MacroRule::Blank { with_args: true } => match argument_list_end(src, e) {
+            Some((_, close)) => blank(buf, (s, close + 1)),
+            None => return false,
+        },
+        MacroRule::Replace(text) => overwrite(buf, (s, e), text),
+        MacroRule::Unwrap => match argument_list_end(src, e) {
+            Some((open, close)) => {
+                blank(buf, (s, open + 1));
+                blank(buf, (close, close + 1));
+            }
+            None => return false,
+        },
+    }
+    true
+}
+
+/// The result of neutralising one file.
+#[derive(Debug, Clone)]
+pub struct Neutralised {
+    /// Same length as the input; macros blanked or rewritten.
+    pub text: String,
+    /// Number of occurrences rewritten.
+    pub count: u32,
+}
+
+/// The end of the balanced argument list that follows `end` (after
+/// blanks), if there is one.
+fn argument_list_end(src: &str, end: usize) -> Option<(usize, usize)> {
+    let ws = src.as_bytes()[end..]
+        .iter()
+        .take_while(|c| c.is_ascii_whitespace())
+        .count();
+    if src.as_bytes().get(end + ws) != Some(&b'(') {
+        return None;
+    }
+    matching_paren(src, end + ws).map(|close| (end + ws, close))
+}
+
+/// Apply the configured attribute macros and replacements, then the
+/// repository's own macros ([`RepoMacros`]), and turn function-like macros
+/// in type positions into template syntax.
+pub fn neutralise(
+    src: &str,
+    attribute_macros: &[String],
+    replacements: &BTreeMap<String, String>,
+    repo: &RepoMacros,
+) -> Neutralised {
+    let mut buf = src.as_bytes().to_vec();
+    let mut count = 0u32;
+    let idents = code_identifiers(src);
+    for &(s, e) in &idents {
+        let word = &src[s..e];
+        if let Some(rep) = replacements.get(word) {
+            if rep.len() <= e - s {
+                overwrite(&mut buf, (s, e), rep);
+                count += 1;
+            }
+            continue;
+        }
+        let configured = attribute_macros.iter().any(|m| match m.strip_suffix('*') {
+            Some(prefix) => word.starts_with(prefix),
+            None => m == word,
+        });
+        if !configured {
+            if let Some(rule) = repo.rules.get(word) {
+                count += u32::from(apply_rule(src, &mut buf, (s, e), rule));
+                continue;
+            }
+        }
+        if configured {
+            // `__launch_bounds__(256)` style: blank the argument list too.
+            let mut end = e;
+            let rest = &src.as_bytes()[e..];
+            let ws = rest
+                .iter()
+                .take_while(|c| **c == b' ' || **c == b'\t')
+                .count();
+            if rest.get(ws) == Some(&b'(') && word.starts_with("__") {
+                if let Some(close) = matching_paren(src, e + ws) {
+                    end = close + 1;
+                }
+            }
+            overwrite(&mut buf, (s, end), "");
+            count += 1;
+        }
+    }
+    count += macro_types_to_templates(src, &idents, &mut buf);
+    count += code_arguments_to_blocks(src, &idents, &mut buf);
+    count += kernel_launches_blanked(src, &mut buf);
+    count += has_include_quoted(src, &mut buf);
+    Neutralised {
+        text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
+        count,
+    }
+}
+
+/// Index of the `)` matching the `(` at `open`, when on reasonable
+/// distance and not crossing a `;` or `{`.
+fn matching_paren(src: &str, open: usize) -> Option<usize> {
+    let b = src.as_bytes();
+    let mut depth = 0usize;
+    for (k, &c) in b.iter().enumerate().skip(open).take(2000) {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            b';' | b'{' | b'}' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `public MACRO(A, B)` and `= MACRO(A, B);` after `using X` become
+/// `public MACRO<A, B>`, when `MACRO` is ALL_CAPS and its arguments hold
+/// no parentheses.
+fn macro_types_to_templates(src: &str, idents: &[(usize, usize)], buf: &mut [u8]) -> u32 {
+    let b = src.as_bytes();
+    let mut count = 0;
+    for (k, &(s, e)) in idents.iter().enumerate() {
+        let word = &src[s..e];
+        if !is_all_caps(word) {
+            continue;
+        }
+        let in_base = k > 0 && {
+            let prev = &src[idents[k - 1].0..idents[k - 1].1];
+            matches!(prev, "public" | "protected" | "private" | "virtual")
+                && src[idents[k - 1].1..s].trim().is_empty()
+        };
+        let in_alias = k >= 2 && {
+            let between = src[idents[k - 1].1..s].trim();
+            between == "=" && &src[idents[k - 2].0..idents[k - 2].1] == "using"
+        };
+        if !(in_base || in_alias) {
+            continue;
+        }
+        let ws = b[e..]
+            .iter()
+            .take_while(|c| c.is_ascii_whitespace())
+            .count();
+        if b.get(e + ws) != Some(&b'(') {
+            continue;
+        }
+        let open = e + ws;
+        let Some(close) = matching_paren(src, open) else {
+            continue;
+        };
+        if src[open + 1..close].contains('(') {
+            continue;
+        }
+        buf[open] = b'<';
+        buf[close] = b'>';
+        count += 1;
+    }
+    count
+}
+
+/// Keywords that no type can stand before in a declaration: an ALL_CAPS
+/// word right before one of them, at the start of a declaration, can only
+/// be an attribute macro (`LIB_INLINE long size() const`).
+const DECLARATION_KEYWORDS: &[&str] = &[
+    "void",
+    "bool",
+    "char",
+    "short",
+    "int",
+    "long",
+    "float",
+    "double",
+    "signed",
+    "unsigned",
+    "auto",
+    "static",
+    "inline",
+    "constexpr",
+    "consteval",
+    "virtual",
+    "explicit",
+    "friend",
+    "extern",
+    "template",
+];
+
+/// Blank the ALL_CAPS words that stand before a [`DECLARATION_KEYWORDS`]
+/// word at the start of a declaration. Run last, on the text the other
+/// rules left: these words broke nothing (the ALL_CAPS rule would have
+/// blanked them) but would read as part of a return type.
+pub fn attributes_before_keywords(src: &str) -> Neutralised {
+    let idents = code_identifiers(src);
+    let mut buf = src.as_bytes().to_vec();
+    let mut count = 0;
+    for (k, &(s, e)) in idents.iter().enumerate() {
+        let word = &src[s..e];
+        if !is_all_caps(word) {
+            continue;
+        }
+        let Some(&(ns, ne)) = idents.get(k + 1) else {
+            continue;
+        };
+        if !src[e..ns].trim().is_empty() || !DECLARATION_KEYWORDS.contains(&&src[ns..ne]) {
+            continue;
+        }
+        let before = src[..s].trim_end();
+        let at_start = before.is_empty()
+            || before.ends_with([';', '{', '}'])
+            || (before.ends_with(':') && !before.ends_with("::"))
+            || before.ends_with('>')
+                && before
+                    .trim_end_matches('>')
+                    .ends_with(|c: char| c.is_alphanumeric() || c == ' ');
+        if at_start {
+            blank(&mut buf, (s, e));
+            count += 1;
+        }
+    }
+    Neutralised {
+        text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
+        count,
+    }
+}
+
+/// `MACRO((statements;))` in statement position (a macro that takes code,
+/// such as "run this on the host only") becomes `      {statements;} `: a
+/// block, which is what the code is. Only when the inner group holds a
+/// `;`, which no expression argument can.
+fn code_arguments_to_blocks(src: &str, idents: &[(usize, usize)], buf: &mut [u8]) -> u32 {
+    let b = src.as_bytes();
+    let mut count = 0;
+    for &(s, e) in idents {
+        // Statement position: after `;`, `{`, `}`, `)` or at a line start.
+        let before = src[..s].trim_end();
+        if !(before.is_empty() || before.ends_with([';', '{', '}', ')', ':'])) {
+            continue;
+        }
+        let ws = b[e..]
+            .iter()
+            .take_while(|c| c.is_ascii_whitespace())
+            .count();
+        let open = e + ws;
+        if b.get(open) != Some(&b'(') {
+            continue;
+        }
+        let Some(close) = code_group_close(src, open) else {
+            continue;
+        };
+        let ws = b[open + 1..close]
+            .iter()
+            .take_while(|c| c.is_ascii_whitespace())
+            .count();
+        let inner_open = open + 1 + ws;
+        if b.get(inner_open) != Some(&b'(') {
+            continue;
+        }
+        let Some(inner_close) = code_group_close(src, inner_open) else {
+            continue;
+        };
+        if !src[inner_close + 1..close].trim().is_empty()
+            || !src[inner_open + 1..inner_close].contains(';')
+        {
+            continue;
+        }
+        blank(buf, (s, open + 1));
+        buf[inner_open] = b'{';
+        buf[inner_close] = b'}';
+        blank(buf, (inner_close + 1, close + 1));
+        count += 1;
+    }
+    count
+}
+
+/// Index of the `)` matching the `(` at `open` across statements and
+/// balanced blocks (code passed to a macro), within a bounded distance.
+fn code_group_close(src: &str, open: usize) -> Option<usize> {
+    let (mut parens, mut braces) = (0usize, 0usize);
+    for (k, &c) in src.as_bytes().iter().enumerate().skip(open).take(8000) {
+        match c {
+            b'(' => parens += 1,
+            b')' => {
+                parens = parens.checked_sub(1)?;
+                if parens == 0 {
+                    return (braces == 0).then_some(k);
+                }
+            }
+            b'{' => braces += 1,
+            b'}' => braces = braces.checked_sub(1)?,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `__has_include(<header>)` in a directive becomes
+/// `__has_include("header")`, same length, which the grammar's
+/// preprocessor expressions read.
+fn has_include_quoted(src: &str, buf: &mut [u8]) -> u32 {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(k) = src[from..].find("__has_include") {
+        let at = from + k + "__has_include".len();
+        from = at;
+        let rest = &src[at..];
+        let ws = rest.len() - rest.trim_start().len();
+        let Some(inner) = rest[ws..].strip_prefix('(') else {
+            continue;
+        };
+        let iws = inner.len() - inner.trim_start().len();
+        if !inner[iws..].starts_with('<') {
+            continue;
+        }
+        let open = at + ws + 1 + iws;
+        let Some(len) = src[open..].find('>') else {
+            continue;
+        };
+        let close = open + len;
+        if src[open..close].contains(['\n', ')']) {
+            continue;
+        }
+        buf[open] = b'"';
+        buf[close] = b'"';
+        count += 1;
+    }
+    count
+}
+
+/// CUDA and HIP kernel launches, `kernel<<<grid, block>>>(args)`: the
+/// launch configuration is blanked, leaving an ordinary call.
+fn kernel_launches_blanked(src: &str, buf: &mut [u8]) -> u32 {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(k) = src[from..].find("<<<") {
+        let open = from + k;
+        let Some(len) = src[open..].find(">>>") else {
+            break;
+        };
+        let close = open + len + 3;
+        // One launch configuration: no statement or block inside.
+        if !src[open..close].contains([';', '{', '}']) {
+            blank(buf, (open, close));
+            count += 1;
+        }
+        from = close;
+    }
+    count
+}
+
+/// `FOO_BAR2`: at least three characters, upper-case letters, digits and
+/// underscores, starting with a letter or underscore.
+pub fn is_all_caps(word: &str) -> bool {
+    word.len() >= 3
+        && word
+            .bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+        && word.bytes().any(|c| c.is_ascii_uppercase())
+        && !word.as_bytes()[0].is_ascii_digit()
+}
+
+/// How an ALL_CAPS candidate of the generic rule is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CapsUse {
+    /// `MACRO void f()`: an attribute-like word.
+    Word,
+    /// `namespace std MACRO(default) {`: a function-like attribute whose
+    /// argument list is blanked with it.
+    WithArgs,
+    /// `f(n, MACRO(int i) { … })`: a lambda introducer, written `[=]`.
+    LambdaIntro,
+}
+
+/// How `word` at `range` is used, if it looks like an attribute macro:
+/// followed by an identifier, or by a balanced argument list and then an
+/// identifier, `{` or `:`.
+pub fn caps_use(text: &str, range: (usize, usize)) -> Option<CapsUse> {
+    let b = text.as_bytes();
+    let after = |k: usize| {
+        b[k..]
+            .iter()
+            .position(|c| !c.is_ascii_whitespace())
+            .map(|p| k + p)
+    };
+    let next = after(range.1)?;
+    let c = b[next];
+    // Before a declaration: a name, or a destructor's `~`.
+    if c.is_ascii_alphabetic() || c == b'_' || c == b'~' {
+        return Some(CapsUse::Word);
+    }
+    if c == b'(' {
+        let close = matching_paren(text, next)?;
+        let k = after(close + 1)?;
+        let d = b[k];
+        // An argument that is a parameter list and a body: a lambda whose
+        // introducer is a macro (it needs room for `[=]`).
+        let in_arguments = text[..range.0].trim_end().ends_with([',', '(']);
+        if in_arguments && d == b'{' && range.1 - range.0 >= 3 {
+            return Some(CapsUse::LambdaIntro);
+        }
+        if d.is_ascii_alphabetic()
+            || d == b'_'
+            || d == b'{'
+            || (d == b':' && b.get(k + 1) != Some(&b':'))
+        {
+            return Some(CapsUse::WithArgs);
+        }
+    }
+    None
+}
+
+/// Blank every occurrence of `word` used the way `how` says (other uses,
+/// such as calls and scopes, stay). Returns the new text and the count.
+pub fn blank_identifier(text: &str, word: &str, how: CapsUse) -> (String, u32) {
+    let mut buf = text.as_bytes().to_vec();
+    let mut n = 0;
+    for range in find_identifiers(text, word) {
+        if caps_use(text, range) != Some(how) {
+            continue;
+        }
+        if how == CapsUse::LambdaIntro {
+            overwrite(&mut buf, range, "[=]");
+            n += 1;
+            continue;
+        }
+        let end = match how {
+            CapsUse::Word | CapsUse::LambdaIntro => range.1,
+            CapsUse::WithArgs => {
+                let b = text.as_bytes();
+                let open = range.1
+                    + b[range.1..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_whitespace())
+                        .count();
+                match matching_paren(text, open) {
+                    Some(close) => close + 1,
+                    None => continue,
+                }
+            }
+        };
+        // Keep newlines so that line numbers stay exact.
+        for slot in &mut buf[range.0..end] {
+            if *slot != b'\n' {
+                *slot = b' ';
+            }
+        }
+        n += 1;
+    }
+    (
+        String::from_utf8(buf).unwrap_or_else(|_| text.to_string()),
+        n,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`neutralise`] with the default macro settings; the text keeps its
+    /// length (byte offsets stay valid) whatever is rewritten.
+    fn neutralise_default(src: &str) -> Neutralised {
+        let c = crate::config::ParseConfig::default();
+        let n = neutralise(
+            src,
+            &c.attribute_macros,
+            &c.macro_replacements,
+            &RepoMacros::default(),
+        );
+        assert_eq!(n.text.len(), src.len(), "{}", n.text);
+        n
+    }
+
+    /// [`neutralise`] with configured macros (a `codegloss.toml`'s
+    /// `[parse]`), no repository macros.
+    fn neutralise_configured(
+        src: &str,
+        attributes: &[&str],
+        replacements: &[(&str, &str)],
+    ) -> Neutralised {
+        let attributes: Vec<String> = attributes.iter().map(|s| s.to_string()).collect();
+        let replacements = replacements
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let n = neutralise(src, &attributes, &replacements, &RepoMacros::default());
+        assert_eq!(n.text.len(), src.len(), "{}", n.text);
+        n
+    }
+
+    #[test]
+    fn blanks_attributes_keeping_offsets() {
+        let src = "LIB_INLINE_FUNCTION T& f(int i) const { return v[i]; }\n";
+        let n = neutralise_configured(src, &["LIB_INLINE_*"], &[]);
+        assert!(n.text.starts_with("                    T& f"), "{}", n.text);
+        assert_eq!(n.count, 1);
+    }
+
+    #[test]
+    fn lambda_macro_becomes_capture() {
+        let src = "parallel_for(p, LIB_LAMBDA(const int i) { x(i) = 0; });";
+        let n = neutralise_configured(src, &[], &[("LIB_LAMBDA", "[=]")]);
+        assert!(n.text.contains("[=]       (const int i)"), "{}", n.text);
+    }
+
+    #[test]
+    fn the_repositorys_macros_are_rewritten_by_their_rules() {
+        let defs = "#define LIB_HD __host__ __device__\n#define LIB_FN LIB_HD inline\n#define LIB_L [=] LIB_HD\n#define LIB_DEPR(m) [[deprecated(m)]]\n#define LIB_STRIP(x) x\n";
+        let repo = RepoMacros::from_sources([defs]);
+        let src = "LIB_FN int f();\nLIB_DEPR(\"old\") void g();\nvoid h() { run(LIB_L(int i) { k(LIB_STRIP(i)); }); }\n";
+        let n = neutralise(src, &[], &BTreeMap::new(), &repo);
+        assert_eq!(n.count, 4);
+        let words: Vec<&str> = n.text.split_whitespace().collect();
+        assert_eq!(
+            words.join(" "),
+            "int f(); void g(); void h() { run([=] (int i) { k( i ); }); }"
+        );
+        assert_eq!(n.text.lines().count(), src.lines().count());
+    }
+
+    #[test]
+    fn comments_strings_and_defines_untouched() {
+        let src = "#define __host__ X\n// __host__ here\nconst char* s = \"__host__\";\n";
+        let n = neutralise_default(src);
+        assert_eq!(n.text, src);
+        assert_eq!(n.count, 0);
+    }
+
+    #[test]
+    fn base_class_macro_becomes_template() {
+        let src = "class FFT<CC, F> : public BASE_CLASS(F, backend) { using Base = BASE_CLASS(F, backend); };";
+        let n = neutralise_default(src);
+        assert!(
+            n.text.contains("public BASE_CLASS<F, backend>"),
+            "{}",
+            n.text
+        );
+        assert!(n.text.contains("= BASE_CLASS<F, backend>;"), "{}", n.text);
+    }
+
+    #[test]
+    fn cuda_launch_bounds_blanked_with_arguments() {
+        let src = "__global__ void __launch_bounds__(256) k(int* x) {}";
+        let n = neutralise_default(src);
+        assert!(n.text.trim_start().starts_with("void"), "{}", n.text);
+        assert!(
+            !n.text.contains("launch") && !n.text.contains("256"),
+            "{}",
+            n.text
+        );
+    }
+
+    #[test]
+    fn generic_blank_skips_calls_and_scopes() {
+        let (t, n) = blank_identifier(
+            "MY_ATTR void f(); MY_ATTR(x); MY_ATTR::y;",
+            "MY_ATTR",
+            CapsUse::Word,
+        );
+        assert_eq!(n, 1);
+        assert_eq!(t, "        void f(); MY_ATTR(x); MY_ATTR::y;");
+        let (t, n) = blank_identifier("namespace std VIS(default) {\n}", "VIS", CapsUse::WithArgs);
+        assert_eq!(n, 1);
+        assert_eq!(t, "namespace std              {\n}");
+    }
+
+    #[test]
+    fn code_arguments_become_blocks_and_launches_calls() {
+        let src = "void f() {\n  RUN_ON_HOST((g(); return;))\n  call((a), b);\n  k<<<dim3(1), 2>>>(x);\n}\n";
+        let n = neutralise_default(src);
+        assert!(n.text.contains("{g(); return;}"), "{}", n.text);
+        assert!(
+            n.text.contains("call((a), b);"),
+            "an expression argument stays"
+        );
+        let launch = "<<<dim3(1), 2>>>";
+        assert!(
+            n.text
+                .contains(&format!("k{}(x);", " ".repeat(launch.len()))),
+            "{}",
+            n.text
+        );
+        assert_eq!(n.text.lines().count(), src.lines().count());
+    }
+
+    #[test]
+    fn has_include_and_macro_lambdas() {
+        let src = "#if __has_include(<any>) && X\n#endif\nvoid f() { run(n, MY_LAMBDA(int i) { g(i); }); }\n";
+        let n = neutralise_default(src);
+        assert!(
+            n.text.starts_with("#if __has_include(\"any\")"),
+            "{}",
+            n.text
+        );
+        let range = find_identifiers(src, "MY_LAMBDA")[0];
+        assert_eq!(caps_use(src, range), Some(CapsUse::LambdaIntro));
+        let (text, k) = blank_identifier(src, "MY_LAMBDA", CapsUse::LambdaIntro);
+        assert_eq!(k, 1);
+        assert!(
+            text.contains("run(n, [=]      (int i) { g(i); })"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_all_caps_word_before_a_declaration_keyword_is_an_attribute() {
+        let src = "class A {\n public:\n  LIB_INLINE long size() const;\n  template <class T> LIB_FN static int g();\n  REAL const x = 1;\n};\nLIB_EXPORT void h();\n";
+        let n = attributes_before_keywords(src);
+        let words: Vec<&str> = n.text.split_whitespace().collect();
+        assert_eq!(
+            words.join(" "),
+            "class A { public: long size() const; template <class T> static int g(); REAL const x = 1; }; void h();"
+        );
+        assert_eq!(n.count, 3);
+    }
+
+    #[test]
+    fn all_caps_detection() {
+        assert!(is_all_caps("LIB_FUNCTION"));
+        assert!(is_all_caps("APP_EXPORT2"));
+        assert!(!is_all_caps("Library"));
+        assert!(!is_all_caps("T"));
+        assert!(!is_all_caps("___"));
+    }
+}
