@@ -16,6 +16,7 @@
 use tree_sitter::{Parser, Tree};
 
 use super::quality;
+use crate::ingest::macros::blank;
 
 /// One `#if`/`#ifdef`/`#ifndef` … `#endif` group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,15 +98,6 @@ fn groups(text: &str) -> Vec<Group> {
         }
     }
     out
-}
-
-/// Blank `range` of `buf`, keeping newlines.
-fn blank(buf: &mut [u8], (s, e): (usize, usize)) {
-    for slot in &mut buf[s..e] {
-        if *slot != b'\n' {
-            *slot = b' ';
-        }
-    }
 }
 
 /// Keep the first branch of conditional groups near ERROR nodes, one at a

@@ -136,7 +136,7 @@ fn overwrite(buf: &mut [u8], range: (usize, usize), replacement: &str) {
 }
 
 /// Blank `range` of `buf`, keeping its newlines (so rows stay exact).
-fn blank(buf: &mut [u8], range: (usize, usize)) {
+pub(crate) fn blank(buf: &mut [u8], range: (usize, usize)) {
     for slot in &mut buf[range.0..range.1] {
         if *slot != b'\n' {
             *slot = b' ';
@@ -590,11 +590,7 @@ pub fn blank_identifier(text: &str, word: &str, how: CapsUse) -> (String, u32) {
             }
         };
         // Keep newlines so that line numbers stay exact.
-        for slot in &mut buf[range.0..end] {
-            if *slot != b'\n' {
-                *slot = b' ';
-            }
-        }
+        blank(&mut buf, (range.0, end));
         n += 1;
     }
     (
