@@ -13,6 +13,7 @@ pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod explain;
+pub mod generate;
 pub mod ingest;
 pub mod llm;
 pub mod site;

@@ -51,3 +51,26 @@ pub fn copy_tree(src: &std::path::Path, dst: &std::path::Path) {
         }
     }
 }
+
+/// The SmolLM2 decoder converted to ONNX (`cargo xtask models --group
+/// smollm2-onnx`, which `cargo xtask ci` runs). `None` (the test skips)
+/// outside CI when it is not installed; under CI its absence is a failure.
+pub fn smollm2_decoder() -> Option<codegloss_indexer::generate::Decoder> {
+    use codegloss_indexer::generate::{Decoder, DecoderFiles};
+    let files = codegloss_indexer::embed::onnxruntime_library(None)
+        .and_then(|lib| DecoderFiles::installed("smollm2", &lib));
+    match files {
+        Ok(files) => Some(
+            Decoder::load(&files, 2, codegloss_indexer::config::Device::Cpu)
+                .unwrap_or_else(|e| panic!("cannot load the SmolLM2 decoder: {e}")),
+        ),
+        Err(e) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "the ONNX SmolLM2 decoder is not installed ({e}): run `cargo xtask models --group smollm2-onnx`"
+            );
+            eprintln!("skipping: {e}");
+            None
+        }
+    }
+}

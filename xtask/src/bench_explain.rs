@@ -1,10 +1,14 @@
-//! `cargo xtask bench explain`: do model-written glosses pay off?
+//! `cargo xtask bench explain`: do model-written glosses pay off, and
+//! what do they cost?
 //!
 //! Indexes a repository twice with the release binary, once with
 //! structural glosses and once with an explanation model (Qwen2.5-Coder
-//! 1.5B on the local llama-cpp-python server by default) at the chosen
-//! levels, then runs the retrieval benchmark (`codegloss eval`) on both
-//! with the same settings. Resumable: glosses are cached next to the model
+//! 1.5B by default) at the chosen levels, through the llama-cpp-python
+//! server (`--backend openai`) or the in-process ONNX decoder converted
+//! from the same GGUF file (`--backend ort`, `--batch-size`), then runs
+//! the retrieval benchmark (`codegloss eval`) on both with the same
+//! settings. It reports glosses per minute, completion tokens per second
+//! and the peak resident memory of what generated. Resumable: glosses are cached next to the model
 //! index as they arrive, so an interrupted run picks up where it stopped,
 //! and the generation time the cache recorded is summed across runs. The
 //! model index starts from the structural index's vectors, so only chunks
@@ -27,11 +31,18 @@ use crate::{cargo, llm, models, root, run};
 struct ExplainBench {
     repo: String,
     model: String,
+    backend: String,
+    batch_size: usize,
     levels: Vec<String>,
     max_entities: Option<usize>,
     model_glosses: usize,
     generation_seconds: f64,
     glosses_per_minute: f64,
+    completion_tokens: u64,
+    tokens_per_second: f64,
+    /// Peak resident memory of what generated: the `codegloss index`
+    /// process for `ort`, the server for `openai`.
+    peak_rss_bytes: Option<u64>,
     cache_bytes: u64,
     glosses_by_source: BTreeMap<String, BTreeMap<String, u64>>,
     fallbacks: usize,
@@ -45,8 +56,12 @@ pub struct Options<'a> {
     pub repo: &'a Path,
     /// Question file (bench format).
     pub questions: &'a Path,
-    /// The model server to start.
+    /// The model (and, for `openai`, the server to start).
     pub server: &'a llm::ServerArgs,
+    /// `openai` or `ort`.
+    pub backend: &'a str,
+    /// Prompts per `ort` batch.
+    pub batch_size: usize,
     /// `explain.levels`.
     pub levels: &'a [String],
     /// `explain.max_entities`.
@@ -66,7 +81,14 @@ pub fn bench_explain(o: &Options) -> Result<()> {
         .with_context(|| format!("questions {}", o.questions.display()))?;
     let work = root.join("target/bench/explain-work");
     let structural = work.join("structural");
-    let model_dir = work.join("model");
+    // One model index (and gloss cache) per backend, model and batch
+    // size, so that a run never reads another's glosses.
+    let tag = match o.backend {
+        "ort" => format!("ort-{}-b{}", o.server.model, o.batch_size),
+        "openai" => format!("openai-{}", o.server.model),
+        other => bail!("--backend {other:?}: choose openai or ort"),
+    };
+    let model_dir = work.join(format!("model-{tag}"));
     std::fs::create_dir_all(&model_dir)?;
 
     run(Command::new(&bin)
@@ -87,10 +109,19 @@ pub fn bench_explain(o: &Options) -> Result<()> {
         }
     }
 
-    let url = llm::start(&root, &o.server.model, o.server.port, o.server.threads)?;
     let levels: Vec<String> = o.levels.iter().map(|l| format!("{l:?}")).collect();
+    let endpoint = if o.backend == "ort" {
+        models::install_groups(&root, &[&format!("{}-onnx", o.server.model)])?;
+        format!(
+            "backend = \"ort\"\nbatch_size = {}\nthreads = {}\n",
+            o.batch_size, o.server.threads
+        )
+    } else {
+        let url = llm::start(&root, &o.server.model, o.server.port, o.server.threads)?;
+        format!("backend = \"openai\"\nbase_url = \"{url}\"\ntimeout_seconds = 600\n")
+    };
     let mut config = format!(
-        "[explain]\nbackend = \"openai\"\nlevels = [{}]\nbase_url = \"{url}\"\nmodel = \"{}\"\nmax_tokens = 128\nmax_input_chars = 1600\ntimeout_seconds = 600\n",
+        "[explain]\n{endpoint}levels = [{}]\nmodel = \"{}\"\nmax_tokens = 128\nmax_input_chars = 1600\n",
         levels.join(", "),
         o.server.model
     );
@@ -120,9 +151,15 @@ pub fn bench_explain(o: &Options) -> Result<()> {
         .context("running codegloss index with model glosses")?;
     let index_out = String::from_utf8_lossy(&indexed.stdout).into_owned();
     print!("{index_out}");
-    if !o.server.keep_server {
-        llm::stop(&root, o.server.port)?;
-    }
+    let server_rss = if o.backend == "openai" {
+        let rss = llm::server_peak_rss(&root, o.server.port);
+        if !o.server.keep_server {
+            llm::stop(&root, o.server.port)?;
+        }
+        rss
+    } else {
+        None
+    };
     if !indexed.status.success() {
         bail!("codegloss index failed with {}", indexed.status);
     }
@@ -157,6 +194,17 @@ pub fn bench_explain(o: &Options) -> Result<()> {
     let (glosses, seconds) = indexed.glosses.as_ref().map_or((0, 0.0), |g| {
         (g.total_model_glosses, g.total_generation_seconds)
     });
+    // Tokens per second of this run's generation (a resumed run counts
+    // only what it generated).
+    let (tokens, run_seconds) = indexed
+        .glosses
+        .as_ref()
+        .map_or((0, 0.0), |g| (g.completion_tokens, g.generation_seconds));
+    let peak_rss_bytes = if o.backend == "ort" {
+        indexed.peak_rss_bytes
+    } else {
+        server_rss
+    };
     let cache_bytes = std::fs::metadata(model_dir.join("gloss-cache.jsonl")).map_or(0, |m| m.len());
     let (structural_metrics, model_metrics) = (
         results.remove("structural").unwrap_or_default(),
@@ -165,6 +213,8 @@ pub fn bench_explain(o: &Options) -> Result<()> {
     let summary = ExplainBench {
         repo: repo.display().to_string(),
         model: o.server.model.clone(),
+        backend: o.backend.to_string(),
+        batch_size: if o.backend == "ort" { o.batch_size } else { 1 },
         levels: o.levels.to_vec(),
         max_entities: o.max_entities,
         model_glosses: glosses,
@@ -174,6 +224,13 @@ pub fn bench_explain(o: &Options) -> Result<()> {
         } else {
             0.0
         },
+        completion_tokens: tokens,
+        tokens_per_second: if run_seconds > 0.0 {
+            tokens as f64 / run_seconds
+        } else {
+            0.0
+        },
+        peak_rss_bytes,
         cache_bytes,
         glosses_by_source: indexed
             .glosses
@@ -186,8 +243,13 @@ pub fn bench_explain(o: &Options) -> Result<()> {
     };
     println!();
     println!(
-        "model glosses: {glosses} in {seconds:.1} s of generation ({:.2}/min); cache {cache_bytes} bytes; fallbacks {}",
-        summary.glosses_per_minute, summary.fallbacks
+        "model glosses ({tag}): {glosses} in {seconds:.1} s of generation ({:.2}/min, {:.1} completion tokens/s); peak RSS {}; cache {cache_bytes} bytes; fallbacks {}",
+        summary.glosses_per_minute,
+        summary.tokens_per_second,
+        summary
+            .peak_rss_bytes
+            .map_or("unknown".to_string(), |b| format!("{:.0} MiB", b as f64 / 1048576.0)),
+        summary.fallbacks
     );
     println!(
         "{:<24} {:>15} {:>15} {:>15}",

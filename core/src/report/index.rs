@@ -30,6 +30,10 @@ pub struct IndexSummary {
     pub embeddings: Option<EmbeddingSummary>,
     /// The explanation stage; none for structural glosses only.
     pub glosses: Option<GlossSummary>,
+    /// Peak resident memory of the indexing process in bytes (Linux's
+    /// `VmHWM`), where the platform says.
+    #[serde(default)]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// What the embedding stage did.

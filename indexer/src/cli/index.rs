@@ -182,6 +182,7 @@ fn run_index(args: &IndexArgs) -> Result<()> {
             _ => None,
         },
         glosses: explained.as_ref().map(gloss_summary),
+        peak_rss_bytes: peak_rss_bytes(),
     };
     print_summary(&summary);
     if let Some(r) = &explained {
@@ -193,6 +194,14 @@ fn run_index(args: &IndexArgs) -> Result<()> {
         note!("summary written to {}", path.display());
     }
     Ok(())
+}
+
+/// This process's peak resident memory (`VmHWM` of /proc/self/status).
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// The explanation stage's part of the summary.

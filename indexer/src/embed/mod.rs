@@ -30,7 +30,7 @@ use crate::error::IndexError;
 
 /// The model manifest of the repository (`models/manifest.json`), built in
 /// so that the CLI can verify the files `cargo xtask models` installed.
-const MODELS_MANIFEST: &str = include_str!(concat!(
+pub(crate) const MODELS_MANIFEST: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../models/manifest.json"
 ));
@@ -78,7 +78,7 @@ pub struct ModelFiles {
     pub tokenizer_sha256: String,
 }
 
-fn sha256_file(path: &Path) -> Result<String, IndexError> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String, IndexError> {
     let bytes = std::fs::read(path).map_err(|e| IndexError::io(path, e))?;
     Ok(hex::encode(Sha256::digest(&bytes)))
 }
@@ -135,6 +135,19 @@ fn resolve(
     Ok((path, sha))
 }
 
+/// The ONNX Runtime library: the configured path, else `ORT_DYLIB_PATH`,
+/// else the one `cargo xtask models` installed (sha256-checked).
+pub fn onnxruntime_library(configured: Option<&Path>) -> Result<PathBuf, IndexError> {
+    let ort_env = std::env::var_os("ORT_DYLIB_PATH").map(PathBuf::from);
+    let (path, _) = resolve(
+        configured.or(ort_env.as_deref()),
+        Some("onnxruntime"),
+        None,
+        "onnxruntime",
+    )?;
+    Ok(path)
+}
+
 impl ModelFiles {
     /// Resolve and verify the files named by the configuration.
     pub fn resolve(cfg: &EmbeddingConfig) -> Result<Self, IndexError> {
@@ -151,13 +164,7 @@ impl ModelFiles {
             None,
             "tokenizer",
         )?;
-        let ort_env = std::env::var_os("ORT_DYLIB_PATH").map(PathBuf::from);
-        let (onnxruntime, _) = resolve(
-            cfg.onnxruntime.as_deref().or(ort_env.as_deref()),
-            Some("onnxruntime"),
-            None,
-            "onnxruntime",
-        )?;
+        let onnxruntime = onnxruntime_library(cfg.onnxruntime.as_deref())?;
         Ok(ModelFiles {
             model,
             tokenizer,
@@ -172,7 +179,9 @@ static ENVIRONMENT: OnceLock<Result<(PathBuf, ort::environment::Environment), St
     OnceLock::new();
 
 /// The process-wide ONNX Runtime environment, loaded once from `lib`.
-fn environment(lib: &Path) -> Result<&'static ort::environment::Environment, IndexError> {
+pub(crate) fn environment(
+    lib: &Path,
+) -> Result<&'static ort::environment::Environment, IndexError> {
     let entry = ENVIRONMENT.get_or_init(|| {
         let env = ort::init_from(lib)
             .map_err(|e| e.to_string())?
@@ -253,28 +262,29 @@ pub struct Embedder {
 
 /// Register CUDA when asked for and possible; say which device is used.
 #[cfg(feature = "cuda")]
-fn select_device(
+pub(crate) fn select_device(
     mut builder: ort::session::builder::SessionBuilder,
     device: Device,
     lib: &Path,
     threads: usize,
+    what: &str,
 ) -> Result<(ort::session::builder::SessionBuilder, Backend), IndexError> {
     use ort::ep::ExecutionProvider as _;
     if device == Device::Cpu {
-        log::info!("embedding on CPU with {threads} threads (device = \"cpu\")");
+        log::info!("{what} on CPU with {threads} threads (device = \"cpu\")");
         return Ok((builder, Backend::Cpu));
     }
     if ort::ep::CUDA::is_available().unwrap_or(false) {
         match ort::ep::CUDA::default().register(&mut builder) {
             Ok(()) => {
-                log::info!("embedding on CUDA");
+                log::info!("{what} on CUDA");
                 return Ok((builder, Backend::Cuda));
             }
             Err(e) if device == Device::Cuda => {
                 return Err(model_err(lib, "cannot use the CUDA execution provider", e))
             }
             Err(e) => log::warn!(
-                "CUDA execution provider failed ({e}); embedding on CPU with {threads} threads"
+                "CUDA execution provider failed ({e}); {what} on CPU with {threads} threads"
             ),
         }
     } else if device == Device::Cuda {
@@ -285,7 +295,7 @@ fn select_device(
         ));
     } else {
         log::warn!(
-            "no CUDA execution provider in {}; embedding on CPU with {threads} threads",
+            "no CUDA execution provider in {}; {what} on CPU with {threads} threads",
             lib.display()
         );
     }
@@ -294,11 +304,12 @@ fn select_device(
 
 /// Without the `cuda` feature only the CPU is available.
 #[cfg(not(feature = "cuda"))]
-fn select_device(
+pub(crate) fn select_device(
     builder: ort::session::builder::SessionBuilder,
     device: Device,
     lib: &Path,
     threads: usize,
+    what: &str,
 ) -> Result<(ort::session::builder::SessionBuilder, Backend), IndexError> {
     match device {
         Device::Cuda => Err(model_err(
@@ -307,14 +318,14 @@ fn select_device(
             "this codegloss was built without the `cuda` feature; rebuild with `--features cuda`",
         )),
         Device::Auto => {
-            log::info!("built without the `cuda` feature; embedding on CPU with {threads} threads");
+            log::info!("built without the `cuda` feature; {what} on CPU with {threads} threads");
             Ok((builder, Backend::Cpu))
         }
         Device::Cpu => Ok((builder, Backend::Cpu)),
     }
 }
 
-fn model_err(path: &Path, what: &str, e: impl std::fmt::Display) -> IndexError {
+pub(crate) fn model_err(path: &Path, what: &str, e: impl std::fmt::Display) -> IndexError {
     IndexError::Model {
         path: path.to_path_buf(),
         message: format!("{what}: {e}"),
@@ -341,7 +352,13 @@ impl Embedder {
             .map_err(|e| model_err(m, "cannot create an ONNX session", e))?
             .with_intra_threads(threads)
             .map_err(|e| model_err(m, "cannot set threads", e))?;
-        let (builder, backend) = select_device(builder, cfg.device, &files.onnxruntime, threads)?;
+        let (builder, backend) = select_device(
+            builder,
+            cfg.device,
+            &files.onnxruntime,
+            threads,
+            "embedding",
+        )?;
         let mut builder = builder;
         let session = builder
             .commit_from_file(m)

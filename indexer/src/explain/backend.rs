@@ -13,6 +13,7 @@ use indicatif::ProgressBar;
 
 use super::cache::{lock, CacheEntry, GlossCache};
 use super::check::check_output;
+use super::ort::OrtBackend;
 use super::plan::Job;
 use super::{BackendKind, ExplainConfig};
 use crate::error::IndexError;
@@ -94,6 +95,20 @@ pub trait GlossBackend: Sync {
     fn generate(&self, model: &str, prompt: &Prompt) -> Result<Generation, GlossError>;
     /// Requests sent so far.
     fn requests(&self) -> u64;
+    /// Prompts it generates together (1: one at a time, in parallel
+    /// workers when `concurrency` allows).
+    fn batch_size(&self) -> usize {
+        1
+    }
+    /// Generate several glosses with `model`, one result per prompt in
+    /// order.
+    fn generate_batch(
+        &self,
+        model: &str,
+        prompts: &[&Prompt],
+    ) -> Vec<Result<Generation, GlossError>> {
+        prompts.iter().map(|p| self.generate(model, p)).collect()
+    }
 }
 
 /// The `openai` backend: the same transport as `codegloss ask`.
@@ -164,14 +179,13 @@ pub fn backend_for(cfg: &ExplainConfig) -> Result<Option<Box<dyn GlossBackend>>,
     match cfg.backend {
         BackendKind::Structural => Ok(None),
         BackendKind::Openai => Ok(Some(Box::new(OpenAiBackend::new(cfg)))),
-        BackendKind::Ort => Err(IndexError::Explain {
-            message: "explain.backend = \"ort\" (an in-process ONNX decoder) is not available yet; use \"openai\" with a local server, or \"structural\"".into(),
-        }),
+        BackendKind::Ort => Ok(Some(Box::new(OrtBackend::new(cfg)?))),
     }
 }
 
-/// Send the jobs with `concurrency` workers; each gets one retry. A
-/// finished gloss goes to the cache at once.
+/// Send the jobs with `concurrency` workers, or in batches for a batched
+/// backend; each gets one retry. A finished gloss goes to the cache at
+/// once.
 pub(super) fn run_jobs(
     jobs: &[&Job],
     backend: &dyn GlossBackend,
@@ -179,6 +193,9 @@ pub(super) fn run_jobs(
     progress: &ProgressBar,
     cache: &GlossCache,
 ) -> Result<Vec<Result<CacheEntry, GlossError>>, IndexError> {
+    if backend.batch_size() > 1 {
+        return super::batched::run_batched(jobs, backend, progress, cache);
+    }
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<CacheEntry, GlossError>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -198,16 +215,8 @@ pub(super) fn run_jobs(
                     log::debug!("{}: {first}; retrying once", job.key);
                     attempt(backend, job)
                 });
-                let outcome = outcome.map(|(text, completion_tokens)| CacheEntry {
-                    key: job.key.clone(),
-                    level: job.level.as_str().to_string(),
-                    mode: job.mode.as_str().to_string(),
-                    signature: job.mode.template().signature(),
-                    model: job.model.clone(),
-                    entity: job.entity.to_string(),
-                    text,
-                    completion_tokens,
-                    seconds: Some(t.elapsed().as_secs_f64()),
+                let outcome = outcome.map(|(text, completion_tokens)| {
+                    entry_for(job, text, completion_tokens, t.elapsed().as_secs_f64())
                 });
                 if let Ok(entry) = &outcome {
                     if let Err(e) = cache.append(entry) {
@@ -236,6 +245,26 @@ pub(super) fn run_jobs(
         .into_iter()
         .map(|r| r.unwrap_or(Err(GlossError::NotAttempted)))
         .collect())
+}
+
+/// The cache entry of a finished gloss.
+pub(super) fn entry_for(
+    job: &Job,
+    text: String,
+    completion_tokens: Option<u64>,
+    seconds: f64,
+) -> CacheEntry {
+    CacheEntry {
+        key: job.key.clone(),
+        level: job.level.as_str().to_string(),
+        mode: job.mode.as_str().to_string(),
+        signature: job.mode.template().signature(),
+        model: job.model.clone(),
+        entity: job.entity.to_string(),
+        text,
+        completion_tokens,
+        seconds: Some(seconds),
+    }
 }
 
 fn attempt(backend: &dyn GlossBackend, job: &Job) -> Result<(String, Option<u64>), GlossError> {

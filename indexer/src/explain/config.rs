@@ -10,6 +10,11 @@ use codegloss_core::chat::{DEFAULT_BASE_URL, DEFAULT_MODEL};
 use serde::{Deserialize, Serialize};
 
 use super::Level;
+use crate::config::Device;
+
+/// Prompts per `ort` batch: on 2 CPU cores with Qwen2.5-Coder-1.5B, 4
+/// (measured in the closing note of issue 20).
+pub const DEFAULT_BATCH_SIZE: usize = 4;
 
 /// Which explanation backend writes glosses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -21,8 +26,9 @@ pub enum BackendKind {
     /// Any OpenAI-compatible chat-completions endpoint (Ollama, llama.cpp
     /// server, llama-cpp-python, vLLM).
     Openai,
-    /// An ONNX decoder in-process (not implemented yet; the
-    /// [`super::GlossBackend`] trait is its interface).
+    /// An ONNX decoder run in-process through ONNX Runtime, batched
+    /// ([`crate::generate`]); `model` names a decoder `cargo xtask models`
+    /// converted (`qwen-coder-1.5b`, `smollm2`), or `onnx_dir` a folder.
     Ort,
 }
 
@@ -84,7 +90,25 @@ pub struct ExplainConfig {
     pub cache: Option<PathBuf>,
     /// Most characters of code, or of lower-level glosses, in one prompt.
     pub max_input_chars: usize,
+    /// `ort`: nucleus sampling mass when `temperature` > 0.
+    pub top_p: f32,
+    /// `ort`: seed of the sampler (each prompt's stream is derived from it
+    /// and the prompt, so a gloss does not depend on its batch).
+    pub seed: u64,
+    /// `ort`: a folder with `model.onnx`, `tokenizer.json` and
+    /// `generation.json`, used for every level instead of `model`.
+    pub onnx_dir: Option<PathBuf>,
+    /// `ort`: prompts generated together in one batch.
+    pub batch_size: usize,
+    /// `ort`: inference threads (0: every core).
+    pub threads: usize,
+    /// `ort`: `auto` (CUDA when the build and the library have it), `cpu`
+    /// or `cuda`.
+    pub device: Device,
 }
+
+/// The decoder `ort` uses when `model` is left at the endpoint default.
+pub const DEFAULT_ORT_MODEL: &str = "qwen-coder-1.5b";
 
 impl Default for ExplainConfig {
     fn default() -> Self {
@@ -104,14 +128,26 @@ impl Default for ExplainConfig {
             combine: Combine::Replace,
             cache: None,
             max_input_chars: 3000,
+            top_p: 1.0,
+            seed: 0,
+            onnx_dir: None,
+            batch_size: DEFAULT_BATCH_SIZE,
+            threads: 0,
+            device: Device::Auto,
         }
     }
 }
 
 impl ExplainConfig {
-    /// Model id for a level.
+    /// Model id for a level (for `ort` the endpoint default `local` means
+    /// [`DEFAULT_ORT_MODEL`]).
     pub fn model_for(&self, level: Level) -> &str {
-        self.models.get(&level).map_or(&self.model, String::as_str)
+        let m = self.models.get(&level).unwrap_or(&self.model).as_str();
+        if self.backend == BackendKind::Ort && m == DEFAULT_MODEL {
+            DEFAULT_ORT_MODEL
+        } else {
+            m
+        }
     }
 
     /// The settings that decide what is generated (what the config hash
@@ -123,6 +159,9 @@ impl ExplainConfig {
             concurrency: 1,
             timeout_seconds: 0,
             cache: None,
+            batch_size: DEFAULT_BATCH_SIZE,
+            threads: 0,
+            device: Device::Auto,
             ..self.clone()
         }
     }
@@ -179,10 +218,21 @@ mod tests {
             }
             .canonical()
         );
-        assert!(backend_for(&ExplainConfig {
+        let ort = ExplainConfig {
             backend: BackendKind::Ort,
             ..ExplainConfig::default()
-        })
-        .is_err());
+        };
+        assert_eq!(ort.model_for(Level::File), DEFAULT_ORT_MODEL);
+        assert_eq!(
+            ort.canonical(),
+            ExplainConfig {
+                batch_size: 16,
+                threads: 3,
+                ..ort.clone()
+            }
+            .canonical(),
+            "batching and threads do not decide the text"
+        );
+        assert!(backend_for(&ExplainConfig::default()).unwrap().is_none());
     }
 }

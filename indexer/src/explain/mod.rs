@@ -23,14 +23,18 @@
 //! The stage's parts: `config` (`[explain]`), `select` (which entities,
 //! in which order and batches), `plan` (each entity's prompt and cache
 //! key, and the dry run), `backend` (the backends and the run of a
-//! level's jobs), `check` (what an output must be to become a gloss),
+//! level's jobs), `batched` (the run of a batched backend's jobs), `ort`
+//! (the in-process decoder backend), `check` (what an output must be to
+//! become a gloss),
 //! `prompts` (the templates) and `cache`; this module runs the levels
 //! bottom-up and writes the report.
 
 mod backend;
+mod batched;
 pub mod cache;
 mod check;
 mod config;
+mod ort;
 mod plan;
 pub mod prompts;
 mod select;
@@ -55,7 +59,10 @@ pub use backend::{backend_for, Generation, GlossBackend, GlossError, OpenAiBacke
 pub use check::check_output;
 /// An explanation level: core's one level vocabulary.
 pub use codegloss_core::EntityLevel as Level;
-pub use config::{BackendKind, Combine, ExplainConfig, Priority};
+pub use config::{
+    BackendKind, Combine, ExplainConfig, Priority, DEFAULT_BATCH_SIZE, DEFAULT_ORT_MODEL,
+};
+pub use ort::OrtBackend;
 pub use plan::{plan, PlannedPrompt};
 
 /// What one explanation run did.
