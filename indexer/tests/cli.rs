@@ -504,14 +504,24 @@ fn index_with_an_unreachable_explanation_server_still_writes_the_index() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
-    std::fs::write(&cfg, "[explain]\nbackend = \"ort\"\n").unwrap();
+    // An in-process decoder that is not installed is a fallback too, with
+    // the cause that says which decoders exist.
+    std::fs::write(
+        &cfg,
+        "[explain]\nbackend = \"ort\"\nmodel = \"no-such-decoder\"\nlevels = [\"module\"]\n",
+    )
+    .unwrap();
     let o = index_into(&out, &["--no-embed", "--config", cfg.to_str().unwrap()]);
-    assert!(!o.status.success());
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        stderr.contains("\"ort\"") && stderr.contains("not available yet"),
-        "{stderr}"
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["glosses"]["backend"], "ort");
+    let fallbacks = manifest["glosses"]["fallbacks"].as_array().unwrap();
+    assert!(!fallbacks.is_empty());
+    assert!(fallbacks.iter().all(|f| {
+        let cause = f["cause"].as_str().unwrap();
+        cause.contains("no-such-decoder") && cause.contains("qwen-coder-1.5b")
+    }));
     // `--no-explain` overrides the configuration.
     let o = index_into(
         &out,
