@@ -12,10 +12,10 @@
 //!   choice before each; also counts prompts whose token ids differ.
 //!   Prints one JSON object.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use codegloss_core::chat::Message;
 use codegloss_indexer::config::Device;
 use codegloss_indexer::generate::{Decoder, DecoderFiles};
@@ -38,13 +38,7 @@ struct Reference {
 }
 
 fn decoder(dir: &str) -> Result<Decoder> {
-    let lib = std::env::var_os("ORT_DYLIB_PATH")
-        .map(PathBuf::from)
-        .or_else(|| {
-            codegloss_indexer::embed::cache_dir()
-                .map(|c| c.join("models/onnxruntime/libonnxruntime.so.1.31.1"))
-        })
-        .context("no ONNX Runtime library")?;
+    let lib = codegloss_indexer::embed::onnxruntime_library(None)?;
     let files = DecoderFiles::in_dir(Path::new(dir), &lib, &[])?;
     Ok(Decoder::load(&files, 0, Device::Cpu)?)
 }

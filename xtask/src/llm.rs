@@ -142,8 +142,7 @@ fn pid_file(root: &Path, port: u16) -> PathBuf {
 pub fn server_peak_rss(root: &Path, port: u16) -> Option<u64> {
     let pid = std::fs::read_to_string(pid_file(root, port)).ok()?;
     let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+    codegloss_core::report::peak_rss_from_status(&status)
 }
 
 /// GET a loopback URL path; true on HTTP 200.

@@ -36,6 +36,14 @@ pub struct IndexSummary {
     pub peak_rss_bytes: Option<u64>,
 }
 
+/// The peak resident memory, in bytes, that a Linux `/proc/<pid>/status`
+/// text reports (`VmHWM`, in kB); `None` when it has no such line.
+pub fn peak_rss_from_status(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 /// What the embedding stage did.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct EmbeddingSummary {
@@ -140,6 +148,13 @@ impl GlossSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peak_rss_comes_from_vm_hwm() {
+        let status = "Name:\tcodegloss\nVmPeak:\t  900 kB\nVmHWM:\t    2048 kB\n";
+        assert_eq!(peak_rss_from_status(status), Some(2048 * 1024));
+        assert_eq!(peak_rss_from_status("Name:\tx\n"), None);
+    }
 
     #[test]
     fn rates_are_zero_without_time() {

@@ -198,10 +198,9 @@ fn run_index(args: &IndexArgs) -> Result<()> {
 
 /// This process's peak resident memory (`VmHWM` of /proc/self/status).
 fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    codegloss_core::report::peak_rss_from_status(
+        &std::fs::read_to_string("/proc/self/status").ok()?,
+    )
 }
 
 /// The explanation stage's part of the summary.

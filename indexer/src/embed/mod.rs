@@ -78,9 +78,12 @@ pub struct ModelFiles {
     pub tokenizer_sha256: String,
 }
 
+/// SHA-256 of a file, read in pieces (a decoder's weights are 1.5 GB).
 pub(crate) fn sha256_file(path: &Path) -> Result<String, IndexError> {
-    let bytes = std::fs::read(path).map_err(|e| IndexError::io(path, e))?;
-    Ok(hex::encode(Sha256::digest(&bytes)))
+    let mut file = std::fs::File::open(path).map_err(|e| IndexError::io(path, e))?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(|e| IndexError::io(path, e))?;
+    Ok(hex::encode(hasher.finalize()))
 }
 
 const INSTALL_HINT: &str = "run `cargo xtask models` to install the default models, set the path in the [embedding] section of codegloss.toml, or index with `--no-embed`";
@@ -325,6 +328,18 @@ pub(crate) fn select_device(
     }
 }
 
+/// A `tokenizer.json` without padding or truncation (texts are counted
+/// and cut by the caller).
+pub(crate) fn load_tokenizer(t: &Path) -> Result<Tokenizer, IndexError> {
+    let mut tokenizer =
+        Tokenizer::from_file(t).map_err(|e| model_err(t, "cannot load the tokenizer", e))?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(None)
+        .map_err(|e| model_err(t, "tokenizer", e))?;
+    Ok(tokenizer)
+}
+
 pub(crate) fn model_err(path: &Path, what: &str, e: impl std::fmt::Display) -> IndexError {
     IndexError::Model {
         path: path.to_path_buf(),
@@ -396,12 +411,7 @@ impl Embedder {
         .or_else(|| outputs.first().cloned())
         .ok_or_else(|| model_err(m, "unsupported model", "it has no outputs"))?;
         let t = &files.tokenizer;
-        let mut counter =
-            Tokenizer::from_file(t).map_err(|e| model_err(t, "cannot load the tokenizer", e))?;
-        counter.with_padding(None);
-        counter
-            .with_truncation(None)
-            .map_err(|e| model_err(t, "tokenizer", e))?;
+        let counter = load_tokenizer(t)?;
         let mut tokenizer = counter.clone();
         tokenizer
             .with_truncation(Some(TruncationParams {

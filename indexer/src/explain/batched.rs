@@ -18,7 +18,8 @@ fn prompt_chars(job: &Job) -> usize {
     job.prompt.system.len() + job.prompt.user.len()
 }
 
-/// Run `jobs` in batches of the backend's size, shortest prompts first.
+/// Run `jobs` in batches of the backend's size, one model per batch,
+/// shortest prompts first.
 pub(super) fn run_batched(
     jobs: &[&Job],
     backend: &dyn GlossBackend,
@@ -28,8 +29,9 @@ pub(super) fn run_batched(
     let size = backend.batch_size().max(1);
     let mut results: Vec<Option<Result<CacheEntry, GlossError>>> =
         (0..jobs.len()).map(|_| None).collect();
+    // One model per call, and prompts of similar length together.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| (prompt_chars(jobs[i]), i));
+    order.sort_by_key(|&i| (&jobs[i].model, prompt_chars(jobs[i]), i));
     let started = Instant::now();
     let mut tokens = 0u64;
     for attempt in 0..2 {
@@ -43,47 +45,38 @@ pub(super) fn run_batched(
                 Some(Ok(_)) => false,
             })
             .collect();
-        for chunk in todo.chunks(size) {
-            // One model per call: a level's jobs share theirs.
-            let model = &jobs[chunk[0]].model;
-            let (same, rest): (Vec<usize>, Vec<usize>) =
-                chunk.iter().partition(|&&i| &jobs[i].model == model);
-            for group in [same, rest] {
-                if group.is_empty() {
-                    continue;
-                }
-                let model = jobs[group[0]].model.clone();
-                let prompts: Vec<_> = group.iter().map(|&i| &jobs[i].prompt).collect();
-                let t = Instant::now();
-                let outs = backend.generate_batch(&model, &prompts);
-                let per_gloss = t.elapsed().as_secs_f64() / group.len() as f64;
-                for (&i, out) in group.iter().zip(outs) {
-                    let job = jobs[i];
-                    let outcome = out.and_then(|g| {
-                        let text = check_output(&g.text)?;
-                        Ok(entry_for(job, text, g.completion_tokens, per_gloss))
-                    });
-                    match &outcome {
-                        Ok(entry) => {
-                            cache.append(entry)?;
-                            tokens += entry.completion_tokens.unwrap_or(0);
-                            progress.inc(1);
-                        }
-                        Err(e) if attempt == 1 => {
-                            log::debug!("{}: {e}", job.key);
-                            progress.inc(1);
-                        }
-                        Err(e) => log::debug!("{}: {e}; retrying once", job.key),
+        let same_model = todo.chunk_by(|&a, &b| jobs[a].model == jobs[b].model);
+        for group in same_model.flat_map(|g| g.chunks(size)) {
+            let prompts: Vec<_> = group.iter().map(|&i| &jobs[i].prompt).collect();
+            let t = Instant::now();
+            let outs = backend.generate_batch(&jobs[group[0]].model, &prompts);
+            let per_gloss = t.elapsed().as_secs_f64() / group.len() as f64;
+            for (&i, out) in group.iter().zip(outs) {
+                let job = jobs[i];
+                let outcome = out.and_then(|g| {
+                    let text = check_output(&g.text)?;
+                    Ok(entry_for(job, text, g.completion_tokens, per_gloss))
+                });
+                match &outcome {
+                    Ok(entry) => {
+                        cache.append(entry)?;
+                        tokens += entry.completion_tokens.unwrap_or(0);
+                        progress.inc(1);
                     }
-                    results[i] = Some(outcome);
+                    Err(e) if attempt == 1 => {
+                        log::debug!("{}: {e}", job.key);
+                        progress.inc(1);
+                    }
+                    Err(e) => log::debug!("{}: {e}; retrying once", job.key),
                 }
-                let secs = started.elapsed().as_secs_f64().max(1e-3);
-                progress.set_message(format!(
-                    "explaining {} ({:.1} tok/s)",
-                    jobs[group[0]].level.as_str(),
-                    tokens as f64 / secs
-                ));
+                results[i] = Some(outcome);
             }
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            progress.set_message(format!(
+                "explaining {} ({:.1} tok/s)",
+                jobs[group[0]].level.as_str(),
+                tokens as f64 / secs
+            ));
         }
     }
     Ok(results

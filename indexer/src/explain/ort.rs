@@ -4,6 +4,7 @@
 //! backend. The decoder of a model is loaded on first use and kept while
 //! the next batch asks for the same model.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -27,6 +28,8 @@ enum Loaded {
 /// Glosses from an in-process ONNX decoder.
 pub struct OrtBackend {
     cfg: ExplainConfig,
+    /// The ONNX Runtime library, resolved (and checked) once.
+    lib: PathBuf,
     loaded: Mutex<Option<Loaded>>,
     requests: AtomicU64,
 }
@@ -35,9 +38,9 @@ impl OrtBackend {
     /// A backend for `[explain]`; the decoder loads on the first batch.
     /// The ONNX Runtime library must be there already.
     pub fn new(cfg: &ExplainConfig) -> Result<Self, IndexError> {
-        onnxruntime_library(None)?;
         Ok(OrtBackend {
             cfg: cfg.clone(),
+            lib: onnxruntime_library(None)?,
             loaded: Mutex::new(None),
             requests: AtomicU64::new(0),
         })
@@ -45,10 +48,9 @@ impl OrtBackend {
 
     /// Load the decoder of `model` (or `onnx_dir`).
     pub fn load(&self, model: &str) -> Result<Decoder, IndexError> {
-        let lib = onnxruntime_library(None)?;
         let files = match &self.cfg.onnx_dir {
-            Some(dir) => DecoderFiles::in_dir(dir, &lib, &[])?,
-            None => DecoderFiles::installed(model, &lib)?,
+            Some(dir) => DecoderFiles::in_dir(dir, &self.lib, &[])?,
+            None => DecoderFiles::installed(model, &self.lib)?,
         };
         Decoder::load(&files, self.cfg.threads, self.cfg.device)
     }

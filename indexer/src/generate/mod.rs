@@ -31,7 +31,7 @@ pub use sample::{argmax, Sampler, Sampling};
 pub use template::{ChatTemplate, TemplateError};
 
 use crate::config::Device;
-use crate::embed::{environment, model_err, select_device, sha256_file, Backend};
+use crate::embed::{environment, load_tokenizer, model_err, select_device, sha256_file, Backend};
 use crate::error::IndexError;
 
 /// The version of the converter's graph interface this loop drives.
@@ -219,13 +219,7 @@ impl Decoder {
                 ),
             ));
         }
-        let t = &files.tokenizer;
-        let mut tokenizer =
-            Tokenizer::from_file(t).map_err(|e| model_err(t, "cannot load the tokenizer", e))?;
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(None)
-            .map_err(|e| model_err(t, "tokenizer", e))?;
+        let tokenizer = load_tokenizer(&files.tokenizer)?;
         let template = ChatTemplate::new(
             &config.chat_template,
             config.bos_token.as_deref().unwrap_or(""),
