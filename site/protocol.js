@@ -19,6 +19,7 @@
  * - `cancel` `{type, id}`: stop the answer of an `ask` still streaming.
  * - `semantic` `{type, id}`: load semantic search now (answered by `semantic-done`).
  * - `rank` `{type, id, query, semantic}`: ranked context only (answered by `ranked`).
+ * - `prompt` `{type, id, query, semantic}`: the answer prompt, not sent (answered by `prompted`).
  */
 export const TO_WORKER = Object.freeze({
   init: 'init',
@@ -28,6 +29,7 @@ export const TO_WORKER = Object.freeze({
   cancel: 'cancel',
   semantic: 'semantic',
   rank: 'rank',
+  prompt: 'prompt',
 });
 
 /**
@@ -40,12 +42,14 @@ export const TO_WORKER = Object.freeze({
  *   `texts` `{type, id, cards, stats, all?}` (with `all`: every card's).
  * - `answer-start` `{type, id, model, prompt_signature}`,
  *   `answer-delta` `{type, id, text}`,
- *   `answer-done` `{type, id, text, citations, invalid, cited_share, support, prompt_tokens, completion_tokens}`,
+ *   `answer-done` `{type, id, text, model_text, citations, invalid, cited_share, support, prompt_tokens, completion_tokens}`
+ *   (`text`: the model's text with the sources the check inferred written in as `[n]`),
  *   `answer-error` `{type, id, message}`: for an `ask`, after its `results` and `texts`.
  * - `error` `{type, id?, message, detail?}`: loading or searching failed.
  * - `policy-violation` `{type, directive, blocked}`: the site's policy blocked a request.
- * - `semantic-done` `{type, id, on}` and `ranked` `{type, id, ms, total_ms, embed_ms, result}`:
- *   the replies to `semantic` and `rank`.
+ * - `semantic-done` `{type, id, on}`, `ranked` `{type, id, ms, total_ms, embed_ms, result}`
+ *   and `prompted` `{type, id, prompt}` (`prompt`: `Engine.prompt`'s JSON):
+ *   the replies to `semantic`, `rank` and `prompt`.
  */
 export const FROM_WORKER = Object.freeze({
   ready: 'ready',
@@ -60,6 +64,7 @@ export const FROM_WORKER = Object.freeze({
   policyViolation: 'policy-violation',
   semanticDone: 'semantic-done',
   ranked: 'ranked',
+  prompted: 'prompted',
 });
 
 /** The states of semantic search, in `ready` (`off`, `pending`) and `semantic` (`loading`, `on`, `off`). */

@@ -283,6 +283,15 @@ async function handleText(id) {
   post({ type: FROM_WORKER.texts, id, all: true, cards: JSON.parse(engine.cards()), stats: { bytes: bytesFetched - before } });
 }
 
+// The answer prompt of the last search, with core's answer defaults. The
+// context completes chunks into whole units (the rest of a class, a
+// section's subsections, a file's text): their text is loaded first.
+async function lastPrompt() {
+  await loadText(JSON.parse(engine.contextChunks()));
+  const defaults = JSON.parse(engine.answerDefaults());
+  return { prompt: JSON.parse(engine.prompt(defaults.context_tokens)), defaults };
+}
+
 async function handleAsk(id, query, settings) {
   let prompt;
   // The answer's budget, temperature, length, timeout and streaming are
@@ -292,11 +301,7 @@ async function handleAsk(id, query, settings) {
   await (chain = chain.then(async () => {
     await handleSearch(id, query);
     await handleText(id);
-    // The context completes chunks into whole units (the rest of a class,
-    // a section's subsections, a file's text): their text comes first.
-    await loadText(JSON.parse(engine.contextChunks()));
-    defaults = JSON.parse(engine.answerDefaults());
-    prompt = JSON.parse(engine.prompt(defaults.context_tokens));
+    ({ prompt, defaults } = await lastPrompt());
   }));
   const endpoint = (settings && settings.endpoint || '').trim();
   const model = (settings && settings.model || '').trim();
@@ -322,7 +327,8 @@ async function handleAsk(id, query, settings) {
   }
   const checked = JSON.parse(Engine.citations(reply.text, query, JSON.stringify(prompt.context)));
   post({
-    type: FROM_WORKER.answerDone, id, text: reply.text, citations: checked.citations, invalid: checked.invalid,
+    // The text shown carries the sources the check inferred as [n] too.
+    type: FROM_WORKER.answerDone, id, text: checked.checked_text, model_text: reply.text, citations: checked.citations, invalid: checked.invalid,
     cited_share: checked.cited_share, support: checked.support, prompt_tokens: reply.prompt_tokens, completion_tokens: reply.completion_tokens,
   });
 }
@@ -368,6 +374,14 @@ self.onmessage = async (event) => {
       // Load semantic search now (benchmarks and parity checks).
       await startSemantic();
       post({ type: FROM_WORKER.semanticDone, id: msg.id, on: semantic !== null });
+    } else if (msg.type === TO_WORKER.prompt) {
+      // Parity: the answer prompt the worker would send, without sending it.
+      await (chain = chain.then(async () => {
+        const vector = msg.semantic === false ? undefined : await embed(msg.query);
+        await retrieveLoaded(msg.query, vector);
+        const { prompt } = await lastPrompt();
+        post({ type: FROM_WORKER.prompted, id: msg.id, prompt });
+      }));
     } else if (msg.type === TO_WORKER.rank) {
       // Parity and benchmarks: ranked context only, no text fetched;
       // `ms` is retrieval alone, `embed_ms` the query embedding.

@@ -8,8 +8,10 @@
 //! nowhere in the context came from the model, not from the evidence. So
 //! every uncited sentence is matched to the block it restates and gets that
 //! citation, or it is marked unsupported, and unknown identifiers are
-//! listed. The CLI and the widget show both; the answer text itself is not
-//! changed. Pure and deterministic, like the rest of `core`.
+//! listed. The CLI and the widget show both; the answer a reader sees
+//! carries each inferred source as `[n]` ([`with_inferred_citations`]),
+//! and the model's own text is kept beside it. Pure and deterministic,
+//! like the rest of `core`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -235,6 +237,21 @@ fn blocks(context: &Context) -> BTreeMap<u32, String> {
     let mut next = numbers.iter().copied();
     let mut expected = next.next();
     for line in context.text.lines() {
+        // A fact-sheet line (`- [n] ...`, before the excerpts) is
+        // evidence of excerpt n too.
+        if current.is_none() {
+            if let Some(n) = line
+                .strip_prefix("- [")
+                .and_then(|r| r.split_once(']'))
+                .and_then(|(n, _)| n.parse::<u32>().ok())
+                .filter(|n| numbers.contains(n))
+            {
+                let b = out.entry(n).or_default();
+                b.push_str(line);
+                b.push('\n');
+                continue;
+            }
+        }
         if let Some(n) = expected {
             if line.starts_with(&format!("[{n}] ")) {
                 current = Some(n);
@@ -302,6 +319,31 @@ pub fn check_support(answer: &str, question: &str, context: &Context) -> Support
     }
 }
 
+/// The answer as shown to a reader: every sentence that got an inferred
+/// source carries it, as ` [n]` at its end, so that every supported
+/// statement cites. The model's own text is otherwise unchanged; the
+/// unsupported sentences are reported beside it ([`SupportReport`]).
+pub fn with_inferred_citations(answer: &str, report: &SupportReport) -> String {
+    let mut out = answer.to_string();
+    let mut from = 0;
+    for s in &report.sentences {
+        let Some(n) = s.inferred else {
+            if let Some(at) = out[from..].find(s.text.trim_end()) {
+                from += at + s.text.trim_end().len();
+            }
+            continue;
+        };
+        let text = s.text.trim_end();
+        if let Some(at) = out[from..].find(text) {
+            let end = from + at + text.len();
+            let mark = format!(" [{n}]");
+            out.insert_str(end, &mark);
+            from = end + mark.len();
+        }
+    }
+    out
+}
+
 /// The block a sentence restates: the most of its identifiers (each
 /// weighted by how few blocks hold it), else at least three of its content
 /// words; ties go to the earlier block. None when nothing is shared.
@@ -339,6 +381,45 @@ fn best_block(sentence: &str, blocks: &BTreeMap<u32, String>) -> Option<u32> {
         }
     }
     best.map(|b| b.1)
+}
+
+#[cfg(test)]
+mod inferred_tests {
+    use super::*;
+
+    #[test]
+    fn inferred_sources_are_written_into_the_answer() {
+        let report = SupportReport {
+            sentences: vec![
+                SentenceSupport {
+                    text: "- `a` calls `b`.".into(),
+                    cited: vec![],
+                    inferred: Some(2),
+                    unsupported: false,
+                },
+                SentenceSupport {
+                    text: "- It is fast.".into(),
+                    cited: vec![],
+                    inferred: None,
+                    unsupported: true,
+                },
+                SentenceSupport {
+                    text: "- `c` is `d`.".into(),
+                    cited: vec![],
+                    inferred: Some(1),
+                    unsupported: false,
+                },
+            ],
+            inferred: 2,
+            unsupported: 1,
+            unsupported_share: 1.0 / 3.0,
+            unknown_identifiers: vec![],
+        };
+        assert_eq!(
+            with_inferred_citations("- `a` calls `b`.\n- It is fast.\n- `c` is `d`.\n", &report),
+            "- `a` calls `b`. [2]\n- It is fast.\n- `c` is `d`. [1]\n"
+        );
+    }
 }
 
 #[cfg(test)]

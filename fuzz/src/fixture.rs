@@ -166,7 +166,7 @@ fn build_fixture() -> Fixture {
         &RetrievalSettings::default(),
     )
     .expect("fixture retrieval");
-    let context = build_context_estimated(&corpus, &r, 3000);
+    let context = build_context_estimated(&corpus, &r, question, 3000);
     let sample = |rel: &str| std::fs::read_to_string(repo().join(rel)).expect("fixture file");
     Fixture {
         manifest,

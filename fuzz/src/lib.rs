@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 
 use codegloss_core::answer::{
     build_context_estimated, check_citations, context_chunks, parse_completion, parse_sse_line,
-    StreamEvent, RETRIEVAL_ANSWER_V2,
+    StreamEvent,
 };
 use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
@@ -148,8 +148,8 @@ fn use_corpus(corpus: &Corpus, settings: &RetrievalSettings, pick: usize) {
         }
         let _ = (r.files(corpus), r.context_tokens(corpus));
         let _ = context_chunks(corpus, &r);
-        let context = build_context_estimated(corpus, &r, 2000);
-        let _ = RETRIEVAL_ANSWER_V2.render(&q, &context);
+        let context = build_context_estimated(corpus, &r, &q, 2000);
+        let _ = codegloss_core::answer::answer_template(&q).render(&q, &context);
     }
 }
 
@@ -352,8 +352,8 @@ fn drive_web<'a>(
             let _ = (&c.code, &e.gloss.text, rc.to_json(&index.corpus, false));
         }
         let _ = (r.files(&index.corpus), r.context_tokens(&index.corpus));
-        let context = build_context_estimated(&index.corpus, &r, 2000);
-        let _ = RETRIEVAL_ANSWER_V2.render(&q, &context);
+        let context = build_context_estimated(&index.corpus, &r, &q, 2000);
+        let _ = codegloss_core::answer::answer_template(&q).render(&q, &context);
     }
 }
 
@@ -440,7 +440,7 @@ pub fn config(input: &[u8]) {
         );
         let q = "How are the halo cells of a field exchanged between ranks?";
         if let Ok(r) = retrieve(&fx.corpus, q, Some(&fixture::query_vector()), &settings) {
-            let _ = build_context_estimated(&fx.corpus, &r, cfg.answer.context_tokens);
+            let _ = build_context_estimated(&fx.corpus, &r, q, cfg.answer.context_tokens);
         }
     });
 }

@@ -345,7 +345,9 @@ fn ask_streams_an_answer_or_shows_the_evidence() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["answer"].as_str().is_some_and(|a| !a.is_empty()));
-    assert_eq!(v["prompt_template"], "retrieval_answer_v2");
+    assert!(v["prompt_template"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("retrieval_answer")));
     assert_eq!(v["prompt_signature"].as_str().unwrap().len(), 16);
     assert!(v["citations"].is_array() && v["context"].as_array().is_some_and(|c| !c.is_empty()));
     assert!(v["latency_seconds"].as_f64().is_some());

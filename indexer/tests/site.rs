@@ -383,6 +383,29 @@ fn the_browser_ranks_like_the_cli() {
             );
             assert_eq!(b["files"], native["files"], "{q}");
             assert_eq!(b["context_tokens"], native["context_tokens"], "{q}");
+            // The answer prompt the worker would send is the CLI's, token
+            // for token: the same fact sheet, evidence lines and shape.
+            let mut cmd = bin();
+            cmd.arg("ask")
+                .arg(&site.index)
+                .arg(q)
+                .args(["--show-prompt", "--json"]);
+            if !semantic {
+                cmd.arg("--no-vectors");
+            }
+            let o = cmd.output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let native: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let p = &browser["prompt"];
+            assert!(native["messages"][1]["content"]
+                .as_str()
+                .is_some_and(|t| t.contains("[1] ")));
+            assert_eq!(
+                p["messages"], native["messages"],
+                "{q} (semantic: {semantic})"
+            );
+            assert_eq!(p["tokens"], native["tokens"], "{q}");
+            assert_eq!(p["prompt_signature"], native["prompt_signature"], "{q}");
         }
     }
 }

@@ -27,8 +27,8 @@ export async function launch() {
 // wasm module) and return [{question, ms, embed_ms, result}], in order.
 // With `semantic`, the embedding model is loaded first (and must load), so
 // ranking is hybrid as in `codegloss query`; without, keyword and structure.
-export async function rankInBrowser(page, questions, { semantic = false } = {}) {
-  return page.evaluate(async ({ questions, semantic }) => {
+export async function rankInBrowser(page, questions, { semantic = false, prompts = false } = {}) {
+  return page.evaluate(async ({ questions, semantic, prompts }) => {
     const worker = new Worker(new URL('codegloss/worker.js', document.baseURI), { type: 'module' });
     const replies = new Map();
     let ready;
@@ -53,11 +53,17 @@ export async function rankInBrowser(page, questions, { semantic = false } = {}) 
     for (let i = 0; i < questions.length; i++) {
       const reply = await ask({ type: 'rank', id: i, query: questions[i], semantic });
       if (reply.type === 'error') throw new Error(`${questions[i]}: ${reply.message}`);
-      out.push({ question: questions[i], latency_ms: reply.ms, embed_ms: reply.embed_ms, result: reply.result });
+      const row = { question: questions[i], latency_ms: reply.ms, embed_ms: reply.embed_ms, result: reply.result };
+      if (prompts) {
+        const p = await ask({ type: 'prompt', id: questions.length + i, query: questions[i], semantic });
+        if (p.type === 'error') throw new Error(`${questions[i]}: ${p.message}`);
+        row.prompt = p.prompt;
+      }
+      out.push(row);
     }
     worker.terminate();
     return out;
-  }, { questions, semantic });
+  }, { questions, semantic, prompts });
 }
 
 // Every Content-Security-Policy violation and policy error of a browser

@@ -2,7 +2,8 @@
 // worker and wasm module, and write the ranked contexts as JSON, for the
 // Rust test (indexer/tests/site.rs) to compare with `codegloss query --json`.
 // Env: SITE_URL, QUESTIONS (JSON file: array of strings), OUT (JSON file),
-// SEMANTIC=1 to load the embedding model first (hybrid ranking).
+// SEMANTIC=1 to load the embedding model first (hybrid ranking). Each row
+// also carries the answer prompt the worker would send for the question.
 
 import fs from 'node:fs';
 import { launch, rankInBrowser } from './lib.mjs';
@@ -19,7 +20,7 @@ async function attempt() {
     page.on('pageerror', (e) => { console.error(`page error: ${e.message}`); process.exitCode = 1; });
     page.on('console', (m) => { if (m.type() === 'error') console.error(`console: ${m.text()}`); });
     await page.goto(process.env.SITE_URL);
-    return await rankInBrowser(page, questions, { semantic: process.env.SEMANTIC === '1' });
+    return await rankInBrowser(page, questions, { semantic: process.env.SEMANTIC === '1', prompts: true });
   } finally {
     await browser.close();
   }

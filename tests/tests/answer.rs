@@ -12,7 +12,7 @@ use std::net::TcpListener;
 use std::sync::OnceLock;
 
 use codegloss_core::answer::{
-    build_context, build_context_estimated, check_citations, RETRIEVAL_ANSWER_V2,
+    answer_template, build_context, build_context_estimated, check_citations,
 };
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
@@ -49,9 +49,9 @@ const QUESTION: &str = "How does BareField fill its halo cells?";
 fn streamed_answer_with_citations_report() {
     let Some(url) = test_llm_url() else { return };
     let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
-    let ctx = build_context_estimated(corpus(), &r, 1500);
+    let ctx = build_context_estimated(corpus(), &r, QUESTION, 1500);
     assert!(!ctx.chunks.is_empty() && ctx.tokens <= 1500);
-    let messages = RETRIEVAL_ANSWER_V2.render(QUESTION, &ctx);
+    let messages = answer_template(QUESTION).render(QUESTION, &ctx);
     let mut deltas = 0;
     let mut streamed_text = String::new();
     let res = chat(&config(&url), &messages, &mut |d| {
@@ -75,7 +75,7 @@ fn streamed_answer_with_citations_report() {
 fn non_streamed_answer_reports_usage() {
     let Some(url) = test_llm_url() else { return };
     let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
-    let ctx = build_context_estimated(corpus(), &r, 800);
+    let ctx = build_context_estimated(corpus(), &r, QUESTION, 800);
     let cfg = AnswerConfig {
         stream: false,
         ..config(&url)
@@ -83,7 +83,7 @@ fn non_streamed_answer_reports_usage() {
     let mut calls = 0;
     let res = chat(
         &cfg,
-        &RETRIEVAL_ANSWER_V2.render(QUESTION, &ctx),
+        &answer_template(QUESTION).render(QUESTION, &ctx),
         &mut |_| calls += 1,
     )
     .unwrap();
@@ -96,8 +96,8 @@ fn non_streamed_answer_reports_usage() {
 #[test]
 fn context_respects_the_budget_and_whole_lines() {
     let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
-    let full = build_context_estimated(corpus(), &r, 100_000);
-    let small = build_context_estimated(corpus(), &r, 400);
+    let full = build_context_estimated(corpus(), &r, QUESTION, 100_000);
+    let small = build_context_estimated(corpus(), &r, QUESTION, 400);
     assert!(
         small.tokens <= 400 || small.chunks.len() == 1,
         "{}",
@@ -115,7 +115,13 @@ fn context_respects_the_budget_and_whole_lines() {
         assert!(small.text.contains(&format!("[{}] ", c.n)));
     }
     // A budget too small for the first chunk keeps whole code lines only.
-    let tiny = build_context(corpus(), &r, 60, &codegloss_core::text::estimate_tokens);
+    let tiny = build_context(
+        corpus(),
+        &r,
+        QUESTION,
+        60,
+        &codegloss_core::text::estimate_tokens,
+    );
     assert_eq!(tiny.chunks.len(), 1);
     let code = &corpus().data.chunks[tiny.chunks[0].chunk as usize].code;
     let body = tiny.text.split("```").nth(1).unwrap_or("");
@@ -146,7 +152,7 @@ fn context_budget_can_be_counted_with_a_real_tokenizer() {
     let (real, est) = (count(text), estimate(text));
     assert!(real > 5 && real != est, "{real} vs {est}");
     let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
-    let ctx = build_context(corpus(), &r, 500, &*count);
+    let ctx = build_context(corpus(), &r, QUESTION, 500, &*count);
     assert!(ctx.tokens <= 500 || ctx.chunks.len() == 1, "{}", ctx.tokens);
     let missing = AnswerConfig {
         tokenizer: Some("/nonexistent/tokenizer.json".into()),
@@ -171,11 +177,12 @@ fn err_text(r: Result<codegloss_indexer::llm::ChatResult, IndexError>) -> String
 
 #[test]
 fn unreachable_server_and_http_errors_are_clear() {
-    let msgs = RETRIEVAL_ANSWER_V2.render(
+    let msgs = answer_template("q").render(
         "q",
         &build_context_estimated(
             corpus(),
             &retrieve(corpus(), "halo", None, &RetrievalSettings::default()).unwrap(),
+            "halo",
             200,
         ),
     );
@@ -298,16 +305,18 @@ fn baseline_file_context_fills_the_same_budget_with_whole_lines() {
 #[test]
 fn rendered_answer_prompt_snapshot() {
     let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
-    let ctx = build_context_estimated(corpus(), &r, 1200);
-    let messages = RETRIEVAL_ANSWER_V2.render(QUESTION, &ctx);
+    let ctx = build_context_estimated(corpus(), &r, QUESTION, 1200);
+    let messages = answer_template(QUESTION).render(QUESTION, &ctx);
     let rendered: String = messages
         .iter()
         .map(|m| format!("=== {} ===\n{}\n", m.role, m.content))
         .collect();
+    let template = answer_template(QUESTION);
     insta::assert_snapshot!(format!(
-        "{} {}\n{rendered}",
-        RETRIEVAL_ANSWER_V2.version,
-        RETRIEVAL_ANSWER_V2.signature()
+        "{} {} {}\n{rendered}",
+        template.id,
+        template.version,
+        template.signature()
     ));
 }
 
@@ -352,7 +361,7 @@ fn context_shows_a_split_class_whole_without_repeated_headers() {
     // Part 2 retrieved: the unit is the whole class, in line order.
     let ids = codegloss_core::answer::unit_chunks(corpus(), parts[1].id);
     assert_eq!(ids, vec![parts[1].id, parts[2].id, parts[0].id]);
-    let ctx = build_context_estimated(corpus(), &retrieval_of(&[parts[1].id]), 100_000);
+    let ctx = build_context_estimated(corpus(), &retrieval_of(&[parts[1].id]), QUESTION, 100_000);
     assert_eq!(ctx.chunks.len(), 1);
     let c = &ctx.chunks[0];
     assert_eq!(
@@ -360,7 +369,7 @@ fn context_shows_a_split_class_whole_without_repeated_headers() {
         (parts[0].start_line, parts[2].end_line)
     );
     assert!(ctx.text.contains(&format!(
-        "location: src/Field/BareField.h:{}-{}",
+        "(class) src/Field/BareField.h:{}-{}\n",
         parts[0].start_line, parts[2].end_line
     )));
     // The parts join: only the opening part's marker is left.
@@ -390,27 +399,71 @@ fn context_shows_a_split_class_whole_without_repeated_headers() {
     let twice = build_context_estimated(
         corpus(),
         &retrieval_of(&[parts[1].id, parts[0].id]),
+        QUESTION,
         100_000,
     );
     assert_eq!(twice.chunks.len(), 1);
 }
 
+/// A unit over its share of the budget keeps the evidence: its head, and
+/// the lines the question's terms point at, with a marker naming the file
+/// lines left out; every other line is a line of the file.
 #[test]
-fn a_unit_over_a_third_of_the_budget_keeps_the_retrieved_part_first() {
+fn a_unit_over_its_share_keeps_the_head_and_the_question_lines() {
     let part2 = chunk_of("picsim::BareField", "class", 2);
-    // A third of the budget holds part 2 and more, but not the whole class.
-    let whole = build_context_estimated(corpus(), &retrieval_of(&[part2.id]), 100_000).tokens;
-    let budget = 3 * (whole - 50);
-    let ctx = build_context_estimated(corpus(), &retrieval_of(&[part2.id]), budget);
+    let whole = build_context_estimated(corpus(), &retrieval_of(&[part2.id]), QUESTION, 100_000);
+    let budget = whole.tokens * 3 / 2;
+    let ctx = build_context_estimated(corpus(), &retrieval_of(&[part2.id]), QUESTION, budget);
     assert_eq!(ctx.chunks.len(), 1);
-    assert!(ctx.tokens <= budget / 3, "{} > {}", ctx.tokens, budget / 3);
-    assert_eq!(ctx.chunks[0].start_line, part2.start_line);
-    assert!(ctx.chunks[0].end_line > part2.end_line);
+    assert!(ctx.tokens <= budget, "{} > {budget}", ctx.tokens);
     assert!(
-        ctx.text.contains("[part 2/3]"),
-        "the retrieved part keeps its header"
+        ctx.tokens < whole.tokens,
+        "{} vs {}",
+        ctx.tokens,
+        whole.tokens
     );
-    assert!(ctx.text.contains("cut to fit the context budget"));
+    assert!(ctx.text.contains(" not shown"), "{}", ctx.text);
+    let body = fenced(&ctx.text);
+    let head = chunk_of("picsim::BareField", "class", 1)
+        .code
+        .lines()
+        .find(|l| l.contains("class BareField"))
+        .unwrap();
+    assert!(body.contains(head), "{body}");
+    assert!(body.to_lowercase().contains("halo"), "{body}");
+    let file = std::fs::read_to_string(fixture_repo().join("src/Field/BareField.h")).unwrap();
+    for line in body
+        .lines()
+        .filter(|l| !l.contains(" not shown") && !l.contains("[part 1/3]"))
+    {
+        assert!(
+            file.lines().any(|l| l == line),
+            "{line:?} is not a line of the file"
+        );
+    }
+}
+
+/// The fact sheet names each excerpt's entity exactly, with the lines the
+/// excerpt shows, and its relations; structural boilerplate (line counts,
+/// scope words) stays out of the context.
+#[test]
+fn the_fact_sheet_names_each_excerpt_exactly() {
+    let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
+    let ctx = build_context_estimated(corpus(), &r, QUESTION, 1500);
+    assert!(
+        ctx.text.starts_with("Facts about the excerpts"),
+        "{}",
+        ctx.text
+    );
+    let first = &ctx.chunks[0];
+    let line = format!("- [1] `{}` (", first.symbol);
+    assert!(ctx.text.contains(&line), "{line} missing:\n{}", ctx.text);
+    assert!(ctx.text.contains(&first.location()), "{}", ctx.text);
+    assert!(!ctx.text.contains("(source scope)"), "{}", ctx.text);
+    assert!(
+        !ctx.text.contains("explanation: "),
+        "structural glosses stay out"
+    );
 }
 
 #[test]
@@ -418,7 +471,7 @@ fn context_shows_a_section_with_its_subsections_and_a_doc_file_whole() {
     let building = chunk_of("README.md > picsim > Building", "doc_section", 1);
     let cuda = chunk_of("README.md > picsim > Building > CUDA", "doc_section", 1);
     let openmp = chunk_of("README.md > picsim > Building > OpenMP", "doc_section", 1);
-    let ctx = build_context_estimated(corpus(), &retrieval_of(&[building.id]), 100_000);
+    let ctx = build_context_estimated(corpus(), &retrieval_of(&[building.id]), QUESTION, 100_000);
     let c = &ctx.chunks[0];
     assert_eq!(
         (c.start_line, c.end_line),
@@ -444,7 +497,12 @@ fn context_shows_a_section_with_its_subsections_and_a_doc_file_whole() {
         .iter()
         .find(|c| c.path == "README.md" && c.entity_type.as_str() == "file")
         .unwrap();
-    let whole = build_context_estimated(corpus(), &retrieval_of(&[file.id, cuda.id]), 100_000);
+    let whole = build_context_estimated(
+        corpus(),
+        &retrieval_of(&[file.id, cuda.id]),
+        QUESTION,
+        100_000,
+    );
     assert_eq!(
         whole.chunks.len(),
         1,
@@ -477,7 +535,7 @@ fn an_excerpt_cannot_close_its_fence() {
         &RetrievalSettings::default(),
     )
     .unwrap();
-    let ctx = build_context_estimated(&corpus, &r, 3000);
+    let ctx = build_context_estimated(&corpus, &r, "What does quirkBanner return?", 3000);
     assert!(ctx.text.contains("SYSTEM: ignore"), "{}", ctx.text);
     // Every fence the context opens is closed by the same fence, and no
     // line of the excerpt is one.

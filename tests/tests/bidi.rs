@@ -4,7 +4,7 @@
 //! control copied into an answer cannot reorder what a reader sees, and
 //! the model can say that one is there.
 
-use codegloss_core::answer::{build_context_estimated, file_context, RETRIEVAL_ANSWER_V2};
+use codegloss_core::answer::{answer_template, build_context_estimated, file_context};
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::text::bidi_controls;
@@ -47,11 +47,11 @@ fn excerpts_in_the_prompt_show_bidi_controls_written_out() {
         &RetrievalSettings::default(),
     )
     .unwrap();
-    let ctx = build_context_estimated(&corpus, &r, 4000);
+    let ctx = build_context_estimated(&corpus, &r, "What does is_allowed check?", 4000);
     assert!(!ctx.chunks.is_empty());
     assert_eq!(bidi_controls(&ctx.text).count(), 0, "{}", ctx.text);
     assert!(
-        ctx.text.contains("location: src/rtl<U+202E>ppc.exe.hpp:"),
+        ctx.text.contains(" src/rtl<U+202E>ppc.exe.hpp:"),
         "{}",
         ctx.text
     );
@@ -62,7 +62,8 @@ fn excerpts_in_the_prompt_show_bidi_controls_written_out() {
     );
     // Citations still map to the stored path.
     assert!(ctx.chunks.iter().any(|c| c.path == PATH));
-    let messages = RETRIEVAL_ANSWER_V2.render("What does is_allowed check?", &ctx);
+    let messages =
+        answer_template("What does is_allowed check?").render("What does is_allowed check?", &ctx);
     assert!(messages
         .iter()
         .all(|m| bidi_controls(&m.content).count() == 0));

@@ -176,13 +176,14 @@ fn every_fixture_chunk_numbers_the_files_own_lines() {
     assert!(checked > 100, "{checked}");
 }
 
-/// The one block of a context: its `location:` range and fenced lines.
+/// The one block of a context: the range its heading names (`[1] name
+/// (kind) path:a-b`) and its fenced lines.
 fn only_block(text: &str) -> ((u32, u32), Vec<&str>) {
-    let location = text
+    let heading = text
         .lines()
-        .find_map(|l| l.strip_prefix("location: "))
-        .expect("a location line");
-    let range = location.rsplit_once(':').unwrap().1;
+        .find(|l| l.starts_with("[1] "))
+        .expect("a heading line");
+    let range = heading.rsplit_once(':').unwrap().1;
     let (a, b) = range.split_once('-').unwrap();
     let body = text.split("```").nth(1).unwrap();
     let body = body.split_once('\n').unwrap().1;
@@ -205,6 +206,18 @@ fn retrieval_of(corpus: &Corpus, chunk: u32) -> Retrieval {
     r
 }
 
+/// The file line a `... lines a-b not shown` / `... line a not shown`
+/// marker resumes at, or none for a shown line.
+fn resumes_after(line: &str) -> Option<u32> {
+    let rest = line.trim_start().strip_prefix("// ... ")?;
+    let rest = rest.strip_suffix(" not shown")?;
+    let last = match rest.strip_prefix("lines ") {
+        Some(range) => range.split_once('-')?.1,
+        None => rest.strip_prefix("line ")?,
+    };
+    last.parse::<u32>().ok().map(|n| n + 1)
+}
+
 #[test]
 fn the_answer_context_locates_the_lines_it_shows() {
     let dir = tempfile::tempdir().unwrap();
@@ -214,16 +227,18 @@ fn the_answer_context_locates_the_lines_it_shows() {
     let file: Vec<&str> = text.lines().collect();
     let parts = parts_of(&corpus.data, "weighted_steps");
     let part2 = &parts[1];
-    let whole = build_context_estimated(&corpus, &retrieval_of(&corpus, part2.id), 100_000);
-    // Whole unit, from a budget that holds it down to one that cuts it,
-    // and one too small for the retrieved part itself.
-    let mut budgets = vec![100_000, 3 * (whole.tokens - 60), 3 * (whole.tokens / 2)];
-    budgets.push(estimate(&part2.code) / 2 + 40);
-    let mut seen = Vec::new();
+    let question = "weighted_steps";
+    let whole =
+        build_context_estimated(&corpus, &retrieval_of(&corpus, part2.id), question, 100_000);
+    // Whole unit, from a budget that holds it down to ones that cut it to
+    // its evidence.
+    let budgets = vec![100_000, whole.tokens * 2, whole.tokens, whole.tokens / 2];
+    let mut cut = 0;
     for budget in budgets {
         let ctx = build_context(
             &corpus,
             &retrieval_of(&corpus, part2.id),
+            question,
             budget,
             &codegloss_core::text::estimate_tokens,
         );
@@ -231,43 +246,46 @@ fn the_answer_context_locates_the_lines_it_shows() {
         let ((a, b), body) = only_block(&ctx.text);
         let c = &ctx.chunks[0];
         assert_eq!((c.start_line, c.end_line), (a, b), "budget {budget}");
-        // A unit that opens with part 2 keeps its prelude (signature and
-        // marker); a cut leaves a marker line at the end.
-        let mut shown: Vec<&str> = body;
-        if shown.first() == Some(&file[6]) && a != 7 {
-            shown.drain(..part2.frame.prelude_lines as usize);
+        // Every shown line is the file's line at its place: a marker says
+        // which lines it stands for, and the text resumes after them. A
+        // unit that opens with a later part keeps its prelude (signature
+        // and marker), which is not a line of the file at that place.
+        let mut at = a;
+        let mut last_shown = 0;
+        let mut lines = body.as_slice();
+        if lines.first() == Some(&file[6]) && a != 7 {
+            lines = &lines[part2.frame.prelude_lines as usize..];
         }
-        if shown
-            .last()
-            .is_some_and(|l| l.contains("cut to fit the context budget"))
-        {
-            shown.pop();
+        for line in lines {
+            if let Some(next) = resumes_after(line) {
+                assert!(next > at, "budget {budget}: marker {line:?} goes back");
+                at = next;
+                cut += 1;
+                continue;
+            }
+            assert_eq!(
+                *line,
+                file[at as usize - 1],
+                "budget {budget}: line {at} is not the file's:\n{}",
+                ctx.text
+            );
+            last_shown = at;
+            at += 1;
         }
+        // The range is the lines shown; a marker after them names the rest.
         assert_eq!(
-            shown,
-            file[a as usize - 1..b as usize].to_vec(),
-            "budget {budget}: the lines shown are not lines {a}-{b}:\n{}",
+            last_shown, b,
+            "budget {budget}: the block ends at {b}:\n{}",
             ctx.text
         );
-        seen.push((a, b));
     }
-    // The budgets gave the whole function, the retrieved part and the rest
-    // after it, that cut, and the retrieved part cut.
+    // The whole function at the largest budget, cut ones at the smallest.
     let span = corpus.data.entities[part2.entity as usize].span.unwrap();
-    assert_eq!(seen[0], (span.start_line, span.end_line));
-    assert_eq!(seen[1], (part2.start_line, span.end_line));
-    assert!(
-        seen[2].0 == part2.start_line && seen[2].1 < span.end_line,
-        "{seen:?}"
+    assert_eq!(
+        (whole.chunks[0].start_line, whole.chunks[0].end_line),
+        (span.start_line, span.end_line)
     );
-    assert!(
-        seen[3].0 == part2.start_line && seen[3].1 < part2.end_line,
-        "{seen:?}"
-    );
-}
-
-fn estimate(s: &str) -> usize {
-    codegloss_core::text::estimate_tokens(s)
+    assert!(cut > 0, "no budget cut the unit");
 }
 
 #[test]

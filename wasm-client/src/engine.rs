@@ -9,9 +9,7 @@
 //! the manifest before use. Every failure is a JavaScript `Error` with a
 //! readable message.
 
-use codegloss_core::answer::{
-    build_context_estimated, check_citations, Context, RETRIEVAL_ANSWER_V2,
-};
+use codegloss_core::answer::{answer_template, build_context_estimated, check_citations, Context};
 use codegloss_core::chat::ChatSettings;
 use codegloss_core::embed::query_prompt;
 use codegloss_core::retrieve::{retrieve, Retrieval, RetrievalSettings};
@@ -260,14 +258,16 @@ impl Engine {
     /// `budget` (estimated tokens) is spent.
     pub fn prompt(&self, budget: u32) -> Result<String, JsError> {
         let (question, r) = self.last()?;
-        let context = build_context_estimated(&self.index.corpus, r, budget as usize);
-        let messages = RETRIEVAL_ANSWER_V2.render(question, &context);
+        let context = build_context_estimated(&self.index.corpus, r, question, budget as usize);
+        let template = answer_template(question);
+        let messages = template.render(question, &context);
         Ok(json!({
             "messages": messages,
             "context": context,
             "tokens": context.tokens,
-            "prompt_version": RETRIEVAL_ANSWER_V2.version,
-            "prompt_signature": RETRIEVAL_ANSWER_V2.signature(),
+            "prompt_template": template.id,
+            "prompt_version": template.version,
+            "prompt_signature": template.signature(),
         })
         .to_string())
     }
@@ -282,7 +282,9 @@ impl Engine {
 
     /// Check an answer's citations against the `context` that
     /// [`Engine::prompt`] returned for `question`, JSON: `{citations: [{n,
-    /// path, start_line, end_line}], invalid: [n], cited_share, support}`
+    /// path, start_line, end_line}], invalid: [n], cited_share,
+    /// checked_text, support}` (`checked_text`: the answer with each
+    /// inferred source written in as `[n]`, what the widget shows)
     /// (`support`: `codegloss_core::support::SupportReport`: the source
     /// inferred for each uncited sentence, the unsupported sentences, the
     /// identifiers no excerpt shows).
@@ -303,6 +305,7 @@ impl Engine {
             "citations": cited,
             "invalid": report.invalid,
             "cited_share": report.cited_share,
+            "checked_text": codegloss_core::support::with_inferred_citations(answer, &support),
             "support": support,
         })
         .to_string())

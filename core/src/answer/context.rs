@@ -1,15 +1,19 @@
-//! The numbered, budgeted context of an answer: each retrieved chunk as
-//! its completed unit (the rest of a split class or function, a section
-//! with its subsections, a file's text), every excerpt fenced so that it
-//! cannot close its fence, nothing shown twice, and every location the
-//! file's own lines.
+//! The numbered, budgeted context of an answer: a fact sheet composed by
+//! code, then each retrieved chunk as its completed unit (the rest of a
+//! split class or function, a section with its subsections, a file's
+//! text) cut to the evidence for the question, every excerpt fenced so
+//! that it cannot close its fence, nothing shown twice, and every
+//! location the file's own lines.
 
 use serde::{Deserialize, Serialize};
 
+use super::evidence::{choose, Focus, Offered};
+use super::facts::fact_line;
 use super::unit::{
-    file_text_chunks, is_shown, leading_lines_that_fit, line_range, unit_lines, unit_text, UnitLine,
+    file_text_chunks, is_shown, leading_lines_that_fit, line_range, unit_chunks, unit_lines,
+    UnitLine,
 };
-use crate::model::{EdgeKind, EntityKind};
+use crate::model::{EdgeKind, EntityKind, GlossSource};
 use crate::retrieve::{Corpus, Retrieval, Role};
 use crate::text::{estimate_tokens, reveal_bidi};
 
@@ -110,175 +114,315 @@ pub fn fence_language(path: &str) -> &'static str {
     }
 }
 
-/// Format one chunk block (without its number line's budget check);
-/// `lines` are the first and last line that `code` shows.
-fn block(corpus: &Corpus, n: u32, chunk: u32, role: Role, code: &str, lines: (u32, u32)) -> String {
+/// Share of the budget, in percent, that the fact sheet may take.
+const FACT_SHARE: usize = 22;
+
+/// Share of the budget, in percent, that the first excerpt may take.
+const FIRST_SHARE: usize = 40;
+
+/// Share of the budget, in percent, that any later excerpt may take.
+const LATER_SHARE: usize = 22;
+
+/// Tokens below which no further excerpt is tried.
+const SMALLEST_BLOCK: usize = 40;
+
+/// Member declarations offered as anchors of one unit, at most.
+const ANCHORS: usize = 12;
+
+/// Entities whose names make a line evidence for every excerpt.
+const NEIGHBOURS: usize = 8;
+
+/// The heading of an excerpt: number, name, kind and the lines it shows,
+/// then a model-written explanation when the entity has one (structural
+/// glosses are summaries for search; their facts are in the fact sheet).
+fn heading(corpus: &Corpus, n: u32, chunk: u32, location: &str) -> String {
     let data = &corpus.data;
     let c = &data.chunks[chunk as usize];
     let e = &data.entities[c.entity as usize];
-    let level = e.kind.level().context_name();
-    let location = if c.start_line == 0 {
-        c.path.clone()
-    } else {
-        format!("{}:{}-{}", c.path, lines.0, lines.1)
-    };
     let mut s = format!(
-        "[{n}] {} ({}, {level}) {}\nlocation: {location}\n",
+        "[{n}] {} ({}) {location}\n",
         e.qualified_name,
-        e.kind.as_str(),
-        role.as_str()
+        e.kind.as_str()
     );
-    if !c.parent_symbol.is_empty() {
-        s.push_str(&format!("namespace: {}\n", c.parent_symbol));
+    if e.gloss.source == GlossSource::Model && !e.gloss.text.trim().is_empty() {
+        s.push_str(&format!("explanation: {}\n", e.gloss.text.trim()));
     }
-    if !e.gloss.text.is_empty() {
-        // The whole gloss: cutting structural glosses to 160 characters
-        // raised the nuggets present in the context (0.644 -> 0.680 on the
-        // IPPL dev split) but lowered the nuggets in Qwen2.5-Coder-1.5B's
-        // answers on 33 of those questions (0.236 -> 0.158), so it stays.
-        // The whole gloss. A file's facts composed from the graph instead
-        // (declarations, member functions, includes, the number of
-        // includers, no line count or includer list) lowered Qwen2.5-Coder
-        // 1.5B's nugget recall on 11 IPPL dev questions (0.273 -> 0.145),
-        // so the gloss stays as written.
-        let g = e.gloss.text.trim();
-        s.push_str(&format!("explanation: {}\n", g));
+    s
+}
+
+/// `path:a-b`, or the path alone when the excerpt has no lines.
+fn location(path: &str, first: u32, last: u32) -> String {
+    if first == 0 {
+        path.to_string()
+    } else {
+        format!("{path}:{first}-{last}")
     }
-    let refs: Vec<String> = corpus.out_edges[c.entity as usize]
-        .iter()
-        .filter(|(k, _)| matches!(k, EdgeKind::Calls | EdgeKind::Includes | EdgeKind::Inherits))
-        .take(8)
-        .map(|(k, t)| {
-            format!(
-                "{} {}",
-                k.as_str(),
-                data.entities[*t as usize].qualified_name
-            )
-        })
-        .collect();
-    if !refs.is_empty() {
-        s.push_str(&format!("references: {}\n", refs.join("; ")));
-    }
-    if !code.trim().is_empty() && e.kind != EntityKind::Module {
+}
+
+/// An excerpt block: its heading and its fenced text. Bidirectional
+/// control characters are written out: the model reads the excerpt in
+/// stored order anyway, but one copied into an answer would reorder the
+/// text a reader sees ("Trojan Source"), and written out the model can
+/// say that they are there.
+fn block(heading: &str, code: &str, language: &str) -> String {
+    let mut s = heading.to_string();
+    if !code.trim().is_empty() {
         let fence = fence_for(code);
         s.push_str(&format!(
-            "{fence}{}\n{}\n{fence}\n",
-            fence_language(&c.path),
+            "{fence}{language}\n{}\n{fence}\n",
             code.trim_end()
         ));
     }
-    // Bidirectional control characters are written out: the model reads
-    // the excerpt in stored order anyway, but one copied into an answer
-    // would reorder the text a reader sees ("Trojan Source"), and written
-    // out the model can say that they are there.
     reveal_bidi(&s).into_owned()
 }
 
-/// Build the numbered context of a retrieval within `budget` tokens, as
-/// counted by `count` (the answer model's tokenizer when known, else
-/// [`estimate_tokens`]).
+/// The lines of a retrieved chunk's unit that no earlier excerpt shows,
+/// in reading order, each marked as part of the chunk itself or of its
+/// completion, and as an anchor when it opens a declaration the unit
+/// holds (a member, or an outer entity of a file).
+fn offered<'a>(corpus: &'a Corpus, chunk: u32, shown: &[(&str, u32, u32)]) -> Vec<Offered<'a>> {
+    let data = &corpus.data;
+    let c = &data.chunks[chunk as usize];
+    let e = &data.entities[c.entity as usize];
+    // A namespace block's chunk holds only its head: its unit is the
+    // file's text within the block, as a file's is the whole file's.
+    let unit = if e.kind == EntityKind::Namespace {
+        let mut ids = vec![chunk];
+        ids.extend(
+            file_text_chunks(data, &c.path)
+                .into_iter()
+                .filter(|o| o.start_line >= c.start_line && o.end_line <= c.end_line)
+                .map(|o| o.id),
+        );
+        ids
+    } else {
+        unit_chunks(corpus, chunk)
+    };
+    let mut ids: Vec<u32> = unit
+        .into_iter()
+        .filter(|&i| i == chunk || !is_shown(shown, &data.chunks[i as usize]))
+        .filter(|&i| i == chunk || data.chunks[i as usize].path == c.path)
+        .collect();
+    ids.dedup();
+    let mut pieces: Vec<&crate::model::Chunk> =
+        ids.iter().map(|&i| &data.chunks[i as usize]).collect();
+    pieces.sort_by_key(|o| (o.start_line, o.part));
+    // File and namespace chunks are summaries: their unit's text is the
+    // outer chunks (see `unit_chunks`).
+    pieces.retain(|o| {
+        !matches!(
+            data.entities[o.entity as usize].kind,
+            EntityKind::File | EntityKind::Namespace
+        ) && !o.code.trim().is_empty()
+    });
+    // Declarations the unit holds: where each piece's entity and its
+    // members start.
+    let mut anchors: Vec<u32> = Vec::new();
+    for o in &pieces {
+        let starts = std::iter::once(o.entity).chain(
+            corpus.out_edges[o.entity as usize]
+                .iter()
+                .filter(|(k, _)| *k == EdgeKind::Contains)
+                .map(|(_, t)| *t),
+        );
+        for id in starts {
+            if let Some(span) = &data.entities[id as usize].span {
+                if !anchors.contains(&span.start_line) && anchors.len() < ANCHORS * 4 {
+                    anchors.push(span.start_line);
+                }
+            }
+        }
+    }
+    let first_part = pieces.first().map(|o| o.id);
+    let mut out: Vec<Offered<'a>> = Vec::new();
+    let mut anchored = 0;
+    for o in &pieces {
+        let drop_header = o.part > 1 && Some(o.id) != first_part;
+        for l in unit_lines(o, drop_header) {
+            let anchor = l.line.is_some_and(|n| anchors.contains(&n))
+                && anchored < ANCHORS
+                && !l.text.trim().is_empty();
+            anchored += usize::from(anchor);
+            out.push(Offered {
+                line: l,
+                own: o.id == chunk,
+                anchor,
+            });
+        }
+    }
+    out
+}
+
+/// Build the numbered context of a retrieval for `question` within
+/// `budget` tokens, as counted by `count` (the answer model's tokenizer
+/// when known, else [`estimate_tokens`]).
 ///
-/// Each retrieved chunk is shown as its completed unit
-/// ([`super::unit_chunks`]):
-/// the rest of a split class or function, a documentation section with
-/// its subsections, the text of a documentation or build file. A unit
-/// takes at most a third of the budget and is cut at a line end; when even
-/// that does not fit, the chunk shows alone. A chunk whose lines an
-/// earlier block already shows is left out, so the budget holds more
-/// distinct evidence. Whole chunks are dropped from the lowest-ranked end;
-/// a first chunk that alone exceeds the budget keeps its leading code
-/// lines only, never part of a line.
+/// The context opens with a fact sheet ([`super::facts`]): one line per
+/// excerpt with its entity's exact name, kind, location, signature and
+/// relations. Then come the excerpts in rank order. Each retrieved chunk
+/// is completed into its unit ([`super::unit_chunks`]: the rest of a split
+/// class or function, a section with its subsections, a file's text), and
+/// within the unit only the evidence for the question is kept when the
+/// whole does not fit the excerpt's share of the budget
+/// ([`super::evidence`]): the head, the declarations it holds and the
+/// lines the question's terms point at, with markers for what is left
+/// out. A chunk whose lines an earlier excerpt already shows is left out;
+/// an excerpt that does not fit what is left of the budget is dropped.
 pub fn build_context(
     corpus: &Corpus,
     retrieval: &Retrieval,
+    question: &str,
     budget: usize,
     count: &dyn Fn(&str) -> usize,
 ) -> Context {
     let data = &corpus.data;
     let mut out = Context::empty();
+    let neighbours: Vec<&str> = retrieval
+        .chunks
+        .iter()
+        .filter(|rc| rc.role == Role::Primary)
+        .map(|rc| {
+            data.entities[data.chunks[rc.chunk as usize].entity as usize]
+                .name
+                .as_str()
+        })
+        .take(NEIGHBOURS)
+        .collect();
+    let focus = Focus::new(corpus, question, &neighbours);
+    let fact_budget = budget * FACT_SHARE / 100;
+    let block_budget = budget - fact_budget;
     // Lines already shown, per path.
     let mut shown: Vec<(&str, u32, u32)> = Vec::new();
-    let unit_cap = budget / 3;
+    let mut blocks: Vec<(String, usize)> = Vec::new();
+    let mut used = 0usize;
     for rc in &retrieval.chunks {
-        let n = out.next_n();
         let c = &data.chunks[rc.chunk as usize];
-        let has_text = !c.code.trim().is_empty()
-            && data.entities[c.entity as usize].kind != EntityKind::Module;
+        let e = &data.entities[c.entity as usize];
+        let has_text = !c.code.trim().is_empty() && e.kind != EntityKind::Module;
         if has_text && c.start_line > 0 && is_shown(&shown, c) {
             continue;
         }
-        let left = budget.saturating_sub(out.tokens);
-        let own = (c.start_line, c.end_line);
-        let unit = unit_text(corpus, rc.chunk, &shown, &|code: &str| {
-            let t = count(&block(corpus, n, rc.chunk, rc.role, code, own));
-            t <= unit_cap.max(count(&block(corpus, n, rc.chunk, rc.role, &c.code, own)))
-                && t <= left
-        });
-        let (code, mut start, mut end) = match &unit {
-            Some((code, a, z)) => (code.as_str(), *a, *z),
-            None => (c.code.as_str(), c.start_line, c.end_line),
+        let left = if blocks.is_empty() {
+            // The first excerpt may use the fact sheet's share too when it
+            // needs it: a context is never empty for a small budget.
+            budget
+        } else {
+            block_budget.saturating_sub(used)
         };
-        let mut b = block(corpus, n, rc.chunk, rc.role, code, (start, end));
-        let mut t = count(&b);
-        if out.tokens + t > budget {
-            if !out.chunks.is_empty() {
-                out.dropped_for_budget += 1;
-                continue;
+        if left < SMALLEST_BLOCK && !blocks.is_empty() {
+            out.dropped_for_budget += 1;
+            continue;
+        }
+        let n = out.next_n();
+        let share = if blocks.is_empty() {
+            FIRST_SHARE
+        } else {
+            LATER_SHARE
+        };
+        let cap = (budget * share / 100).min(left);
+        let language = fence_language(&c.path);
+        let lines = if e.kind == EntityKind::Module {
+            Vec::new()
+        } else {
+            offered(corpus, rc.chunk, &shown)
+        };
+        // The heading's location is not known before the lines are: it is
+        // counted with the widest it can be.
+        let wide = heading(corpus, n, rc.chunk, &location(&c.path, 99_999, 99_999));
+        if lines.is_empty()
+            && matches!(e.kind, EntityKind::File | EntityKind::Namespace)
+            && shown.iter().any(|&(p, _, _)| p == c.path)
+        {
+            // What the file or block holds is shown already.
+            continue;
+        }
+        // A unit none of whose lines the question points at is context,
+        // not evidence: it gets half the share.
+        let cap = if !blocks.is_empty() && lines.iter().all(|l| focus.score(l.line.text) == 0.0) {
+            cap / 2
+        } else {
+            cap
+        };
+        let chosen = if lines.is_empty() {
+            None
+        } else {
+            let fits = |code: &str| count(&block(&wide, code, language)) <= cap;
+            let wider = |code: &str| count(&block(&wide, code, language)) <= left;
+            match choose(&lines, &focus, language, &fits).or_else(|| {
+                // A first excerpt whose head alone exceeds its share.
+                if blocks.is_empty() {
+                    choose(&lines, &focus, language, &wider)
+                } else {
+                    None
+                }
+            }) {
+                Some(ch) => Some(ch),
+                None => {
+                    out.dropped_for_budget += 1;
+                    continue;
+                }
             }
-            // The first chunk alone is too long: keep whole leading lines,
-            // and say which of the file's lines they are.
-            let all = crate::lines::code_lines(c);
-            let lines: Vec<&str> = all.iter().map(|l| l.text).collect();
-            let lo = leading_lines_that_fit(lines.len(), |k| {
-                count(&block(
-                    corpus,
-                    n,
-                    rc.chunk,
-                    rc.role,
-                    &lines[..k].join("\n"),
-                    own,
-                )) <= budget
-            });
-            let kept: Vec<UnitLine<'_>> = all[..lo]
-                .iter()
-                .map(|l| UnitLine {
-                    text: l.text,
-                    line: l.line(),
-                })
-                .collect();
-            (start, end) = match line_range(&kept) {
-                Some(range) => range,
-                None => (c.start_line, c.start_line),
-            };
-            b = block(
-                corpus,
-                n,
-                rc.chunk,
-                rc.role,
-                &format!(
-                    "{}\n// ... (cut to fit the context budget)",
-                    lines[..lo].join("\n")
-                ),
-                (start, end),
-            );
-            t = count(&b);
-        }
-        if has_text || unit.is_some() {
-            shown.push((c.path.as_str(), start, end));
-        }
-        out.push(
-            &b,
-            t,
-            ContextChunk {
-                n,
-                chunk: rc.chunk,
-                path: c.path.clone(),
-                start_line: start,
-                end_line: end,
-                symbol: data.entities[c.entity as usize].qualified_name.clone(),
-                role: rc.role.as_str().to_string(),
-            },
+        };
+        let (code, first, last) = match &chosen {
+            Some(ch) => (ch.text.as_str(), ch.first, ch.last),
+            None => ("", 0, 0),
+        };
+        let (first, last) = if first == 0 && c.start_line > 0 && chosen.is_none() {
+            (c.start_line, c.end_line)
+        } else {
+            (first, last)
+        };
+        let b = block(
+            &heading(corpus, n, rc.chunk, &location(&c.path, first, last)),
+            code,
+            language,
         );
+        let t = count(&b);
+        if t > left {
+            out.dropped_for_budget += 1;
+            continue;
+        }
+        if first > 0 {
+            shown.push((c.path.as_str(), first, last));
+        }
+        used += t;
+        blocks.push((b, t));
+        out.chunks.push(ContextChunk {
+            n,
+            chunk: rc.chunk,
+            path: c.path.clone(),
+            start_line: first,
+            end_line: last,
+            symbol: e.qualified_name.clone(),
+            role: rc.role.as_str().to_string(),
+        });
+    }
+    // The fact sheet, within its share and whatever the excerpts left.
+    let fact_room = budget.saturating_sub(used);
+    let title = "Facts about the excerpts (exact names, kinds and locations):\n";
+    let mut facts = String::new();
+    let mut fact_tokens = count(title);
+    for cc in &out.chunks {
+        let entity = data.chunks[cc.chunk as usize].entity;
+        let line = reveal_bidi(&fact_line(corpus, cc.n, entity, &cc.location())).into_owned();
+        let t = count(&line) + 1;
+        if fact_tokens + t > fact_room {
+            break;
+        }
+        facts.push_str(&line);
+        facts.push('\n');
+        fact_tokens += t;
+    }
+    if !facts.is_empty() {
+        out.text.push_str(title);
+        out.text.push_str(&facts);
+        out.text.push('\n');
+        out.tokens += fact_tokens;
+    }
+    for (b, t) in blocks {
+        out.text.push_str(&b);
+        out.text.push('\n');
+        out.tokens += t;
     }
     out
 }
@@ -343,7 +487,13 @@ pub fn file_context(
     out
 }
 
-/// Build the context with the conservative token estimate.
-pub fn build_context_estimated(corpus: &Corpus, retrieval: &Retrieval, budget: usize) -> Context {
-    build_context(corpus, retrieval, budget, &estimate_tokens)
+/// Build the context with the conservative token estimate (what the
+/// browser counts with, and the CLI unless `[answer] tokenizer` is set).
+pub fn build_context_estimated(
+    corpus: &Corpus,
+    retrieval: &Retrieval,
+    question: &str,
+    budget: usize,
+) -> Context {
+    build_context(corpus, retrieval, question, budget, &estimate_tokens)
 }

@@ -1,14 +1,17 @@
 //! The answering stage that both the CLI and the browser share (paper
-//! sections 3.4 and 3.5): the numbered, budgeted context (`context.rs`,
-//! each chunk completed into its unit by `unit.rs`), the grounded answer
-//! prompt (`prompt.rs`, `retrieval_answer_v2` style) with a version and a
-//! signature, and the mapping of `[n]` citations back to `path:start-end`
+//! sections 3.4 and 3.5): the numbered, budgeted context (`context.rs`:
+//! a fact sheet composed by `facts.rs`, then each chunk completed into its
+//! unit by `unit.rs` and cut to the question's evidence by `evidence.rs`),
+//! the grounded answer prompt in one shape per intent (`prompt.rs`) with a
+//! version and a signature, and the mapping of `[n]` citations back to `path:start-end`
 //! (`citations.rs`). The chat protocol itself (request, response parsing,
 //! prompt templates) is [`crate::chat`]; only the HTTP transport differs
 //! per platform.
 
 mod citations;
 mod context;
+mod evidence;
+mod facts;
 mod prompt;
 mod unit;
 
@@ -22,5 +25,8 @@ pub use context::{
     build_context, build_context_estimated, fence_for, fence_language, file_context, Context,
     ContextChunk,
 };
-pub use prompt::RETRIEVAL_ANSWER_V2;
+pub use prompt::{
+    answer_template, shape_for, ANSWER_COMPARE, ANSWER_EXPLAIN, ANSWER_HOWTO, ANSWER_LOCATE,
+    ANSWER_SHAPES, ANSWER_TRACE,
+};
 pub use unit::{context_chunks, unit_chunks};

@@ -67,6 +67,7 @@ pub(super) fn is_shown(shown: &[(&str, u32, u32)], c: &crate::model::Chunk) -> b
 
 /// One line of a completed unit, with its line number in the file (none
 /// for the repeated signature and part marker of a split part).
+#[derive(Clone)]
 pub(super) struct UnitLine<'a> {
     pub(super) text: &'a str,
     pub(super) line: Option<u32>,
@@ -145,8 +146,8 @@ pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
         let parts = &corpus.chunks_of_entity[c.entity as usize];
         let at = parts.iter().position(|&p| p == chunk).unwrap_or(0);
         let mut ids: Vec<u32> = parts.clone();
-        // Earlier parts come before it only when the caller has room; it
-        // asks for the tail first (see `unit_text`).
+        // The retrieved part first; the context lays the parts out in
+        // reading order.
         ids.rotate_left(at);
         return ids;
     }
@@ -165,59 +166,4 @@ pub fn context_chunks(corpus: &Corpus, retrieval: &Retrieval) -> Vec<u32> {
         }
     }
     out
-}
-
-/// The lines of a chunk's completed unit, in file order, within `fits`
-/// (a monotone test of a candidate text): the whole unit when it fits,
-/// else the retrieved chunk and what follows it, cut at a line end.
-/// Returns the text and its first and last line.
-pub(super) fn unit_text(
-    corpus: &Corpus,
-    chunk: u32,
-    shown: &[(&str, u32, u32)],
-    fits: &dyn Fn(&str) -> bool,
-) -> Option<(String, u32, u32)> {
-    let data = &corpus.data;
-    // What an earlier block already shows is not repeated.
-    let ids: Vec<u32> = unit_chunks(corpus, chunk)
-        .into_iter()
-        .filter(|&i| i == chunk || !is_shown(shown, &data.chunks[i as usize]))
-        .collect();
-    if ids.len() <= 1 {
-        return None;
-    }
-    let c = &data.chunks[chunk as usize];
-    let mut in_order: Vec<&crate::model::Chunk> =
-        ids.iter().map(|&i| &data.chunks[i as usize]).collect();
-    in_order.sort_by_key(|o| (o.start_line, o.part));
-    // Later parts of a split entity drop their repeated header, except a
-    // retrieved part that opens the text.
-    fn lines_of<'a>(pieces: &[&'a crate::model::Chunk], keep_first: bool) -> Vec<UnitLine<'a>> {
-        pieces
-            .iter()
-            .enumerate()
-            .flat_map(|(i, o)| unit_lines(o, o.part > 1 && !(keep_first && i == 0)))
-            .collect()
-    }
-    let join = |ls: &[UnitLine<'_>]| ls.iter().map(|l| l.text).collect::<Vec<_>>().join("\n");
-    let whole = lines_of(&in_order, false);
-    if fits(&join(&whole)) {
-        let (a, b) = line_range(&whole)?;
-        return Some((join(&whole), a, b));
-    }
-    // From the retrieved chunk on (a split entity keeps its header).
-    let at = in_order.iter().position(|o| o.id == chunk).unwrap_or(0);
-    // The retrieved chunk keeps its own header.
-    let mut tail = lines_of(&in_order[at..], true);
-    let marker = "... (cut to fit the context budget)";
-    let k = leading_lines_that_fit(tail.len(), |k| {
-        fits(&format!("{}\n{marker}", join(&tail[..k])))
-    });
-    if k <= c.code.lines().count() {
-        // Not even the chunk itself and one more line: no completion.
-        return None;
-    }
-    tail.truncate(k);
-    let (a, b) = line_range(&tail)?;
-    Some((format!("{}\n{marker}", join(&tail)), a, b))
 }

@@ -220,6 +220,10 @@ pub struct QuestionRow {
     pub latency_ms: f64,
     /// The model's answer (`--answer`).
     pub answer: Option<String>,
+    /// The answer as shown to a reader: with the sources the support check
+    /// inferred written in as `[n]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_answer: Option<String>,
     /// Share of the question's nuggets the answer states.
     pub nugget_recall: Option<f64>,
     /// Valid citations of the answer.

@@ -51,6 +51,11 @@ pub(crate) struct AskArgs {
     /// Print one JSON object (answer, citations, context, timings) instead of text.
     #[arg(long)]
     json: bool,
+    /// Print the prompt that would be sent (system and user message; with
+    /// `--json`, the messages and the numbered context as the browser's
+    /// worker builds them) and stop, without calling the model.
+    #[arg(long)]
+    show_prompt: bool,
 }
 
 /// The `[answer]` settings with the command-line overrides, then the answer.
@@ -68,6 +73,7 @@ pub(crate) fn run(args: AskArgs) -> Result<()> {
         no_stream,
         no_vectors,
         json,
+        show_prompt,
     } = args;
     let mut cfg = config_or_default(config.as_deref())?;
     let a = &mut cfg.answer;
@@ -92,11 +98,18 @@ pub(crate) fn run(args: AskArgs) -> Result<()> {
     if no_stream {
         a.stream = false;
     }
-    run_ask(&index, &question, &cfg, no_vectors, json)
+    run_ask(&index, &question, &cfg, no_vectors, json, show_prompt)
 }
 
-fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: bool) -> Result<()> {
-    use codegloss_core::answer::{build_context, check_citations, RETRIEVAL_ANSWER_V2};
+fn run_ask(
+    dir: &Path,
+    question: &str,
+    cfg: &Config,
+    no_vectors: bool,
+    json: bool,
+    show_prompt: bool,
+) -> Result<()> {
+    use codegloss_core::answer::{answer_template, build_context, check_citations};
     use codegloss_indexer::llm;
     let (manifest, corpus) =
         store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
@@ -111,9 +124,43 @@ fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: boo
         &cfg.retrieval_for(&manifest),
     )?;
     let count_tokens = llm::token_counter(&cfg.answer)?;
-    let context = build_context(&corpus, &r, cfg.answer.context_tokens, &*count_tokens);
-    let template = RETRIEVAL_ANSWER_V2;
+    let context = build_context(
+        &corpus,
+        &r,
+        question,
+        cfg.answer.context_tokens,
+        &*count_tokens,
+    );
+    let template = answer_template(question);
     let messages = template.render(question, &context);
+    if show_prompt && json {
+        let v = serde_json::json!({
+            "question": question,
+            "messages": messages,
+            "context": context,
+            "tokens": context.tokens,
+            "prompt_template": template.id,
+            "prompt_version": template.version,
+            "prompt_signature": template.signature(),
+        });
+        out!("{}", json_text(&v)?);
+        return Ok(());
+    }
+    if show_prompt {
+        for m in &messages {
+            out!("=== {} ===", m.role);
+            out!("{}", codegloss_core::text::reveal_bidi(&m.content));
+        }
+        note!(
+            "prompt {} v{} ({}), context {} tokens, {} excerpts",
+            template.id,
+            template.version,
+            template.signature(),
+            context.tokens,
+            context.chunks.len()
+        );
+        return Ok(());
+    }
     let started = Instant::now();
     let mut printed = false;
     let result = llm::chat(&cfg.answer, &messages, &mut |d| {
@@ -148,6 +195,7 @@ fn run_ask(dir: &Path, question: &str, cfg: &Config, no_vectors: bool, json: boo
                 let v = serde_json::json!({
                     "question": question,
                     "answer": answer.text,
+                    "checked_answer": codegloss_core::support::with_inferred_citations(&answer.text, &support),
                     "citations": report.citations,
                     "invalid_citations": report.invalid,
                     "cited_sentence_share": report.cited_share,

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use codegloss_core::answer::RETRIEVAL_ANSWER_V2;
+use codegloss_core::answer::answer_template;
 use codegloss_core::answer::{build_context, check_citations, file_context, Context};
 use codegloss_core::report::{
     answer_summary, metrics, nugget_summary, p50_p95, score, BaselineReport, ContextNuggets,
@@ -146,7 +146,7 @@ pub fn run(
             file_context(corpus, &top, cfg.answer.context_tokens, &*count_tokens)
         }
         AnswerContext::Pipeline => {
-            build_context(corpus, r, cfg.answer.context_tokens, &*count_tokens)
+            build_context(corpus, r, text, cfg.answer.context_tokens, &*count_tokens)
         }
     };
     let mut context_nuggets = Vec::new();
@@ -278,9 +278,11 @@ fn answer_question(
         let report = check_citations(answer, ctx);
         row.citations = Some(report.citations);
         row.cited_sentence_share = Some(report.cited_share);
-        row.support = Some(SupportRecord::from(
-            &codegloss_core::support::check_support(answer, text, ctx),
+        let support = codegloss_core::support::check_support(answer, text, ctx);
+        row.checked_answer = Some(codegloss_core::support::with_inferred_citations(
+            answer, &support,
         ));
+        row.support = Some(SupportRecord::from(&support));
     };
     if let Some(prev) = done.get(q.id.as_str()) {
         // Every recorded answer field comes back; retrieval fields are fresh.
@@ -301,7 +303,8 @@ fn answer_question(
         }
         return Ok(());
     }
-    let messages = RETRIEVAL_ANSWER_V2.render(text, ctx);
+    let template = answer_template(text);
+    let messages = template.render(text, ctx);
     let t = Instant::now();
     // Batch answers need no streaming, and plain responses carry token
     // usage (llama-cpp-python sends none in streams).
@@ -325,7 +328,7 @@ fn answer_question(
     row.context_files = Some(context_files(ctx));
     row.latency_seconds = Some(t.elapsed().as_secs_f64());
     row.model = Some(cfg.answer.model.clone());
-    row.prompt_signature = Some(RETRIEVAL_ANSWER_V2.signature());
+    row.prompt_signature = Some(template.signature());
     row.answer_context = Some(kind.as_str().to_string());
     Ok(())
 }

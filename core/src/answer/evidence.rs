@@ -1,0 +1,382 @@
+//! Query-focused evidence: which lines of a retrieved unit an answer
+//! model sees.
+//!
+//! A small answer model states only a part of what it is shown, and a
+//! long excerpt buries the few lines that answer the question. So inside
+//! each unit the context keeps what answers it: the head (the signature
+//! and the doc comment above it), the lines that declare the unit's
+//! members, and the statements that the question's terms and the other
+//! retrieved entities' names point at, each with a line of surrounding
+//! context. The rest is replaced by a marker that names the file lines
+//! left out, so a reader (and the model) knows the text is cut.
+//!
+//! Scoring uses the keyword index's tokenizer and inverse document
+//! frequencies (the same terms and weights BM25 ranks chunks by), on
+//! lines instead of chunks. Only the question's own terms are weighted by
+//! the index (their posting lists are the ones the browser has loaded, so
+//! it weighs them the same); the other entities' names count by a fixed
+//! weight.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::unit::UnitLine;
+use crate::lexical::tokenize;
+use crate::retrieve::Corpus;
+
+/// Weight of a line that names another retrieved entity (a whole
+/// identifier, lower case), against an index term's inverse document
+/// frequency (about 2 to 9 on a real repository).
+const NEIGHBOUR_WEIGHT: f32 = 2.0;
+
+/// Extra weight of a line of the retrieved chunk itself, within a unit
+/// that was completed around it.
+const OWN_CHUNK_BONUS: f32 = 0.5;
+
+/// Lines of context kept on each side of a scored line.
+const WINDOW: usize = 1;
+
+/// Head lines (signature and what precedes it) kept at most.
+const HEAD_LINES: usize = 8;
+
+/// A one-line gap up to this many characters is shown instead of a marker.
+const SHORT_GAP: usize = 24;
+
+/// Lines a declaration's head may take after a `template <...>` line.
+const TEMPLATE_HEAD: usize = 2;
+
+/// The terms that make a line evidence for a question.
+pub(super) struct Focus {
+    /// Index terms of the question, by weight (inverse document frequency).
+    terms: BTreeMap<String, f32>,
+    /// Lower-case names of the other retrieved entities.
+    neighbours: BTreeSet<String>,
+}
+
+impl Focus {
+    /// The focus of a question: its index terms weighted by the index,
+    /// and the names of the entities retrieval found for it.
+    pub(super) fn new(corpus: &Corpus, question: &str, neighbours: &[&str]) -> Focus {
+        let mut terms = BTreeMap::new();
+        for t in tokenize(question) {
+            let w = corpus.lexical.idf(&t);
+            if w > 0.0 {
+                terms.insert(t, w);
+            }
+        }
+        let neighbours = neighbours
+            .iter()
+            .map(|n| n.to_lowercase())
+            .filter(|n| n.len() >= 3 && !terms.contains_key(n))
+            .collect();
+        Focus { terms, neighbours }
+    }
+
+    /// How strongly a line answers the question: the weights of the
+    /// distinct question terms it holds, plus the fixed weight of each
+    /// other entity it names.
+    pub(super) fn score(&self, line: &str) -> f32 {
+        let toks: BTreeSet<String> = tokenize(line).into_iter().collect();
+        let mut s = 0.0;
+        for t in &toks {
+            if let Some(w) = self.terms.get(t) {
+                s += w;
+            } else if self.neighbours.contains(t) {
+                s += NEIGHBOUR_WEIGHT;
+            }
+        }
+        s
+    }
+}
+
+/// One line offered to the selection.
+pub(super) struct Offered<'a> {
+    /// The line as shown.
+    pub(super) line: UnitLine<'a>,
+    /// Part of the retrieved chunk itself (not of its completion).
+    pub(super) own: bool,
+    /// Always kept when anything is: the head, a member's declaration.
+    pub(super) anchor: bool,
+}
+
+/// The evidence chosen from a unit: its text and the first and last file
+/// line it shows.
+pub(super) struct Chosen {
+    pub(super) text: String,
+    pub(super) first: u32,
+    pub(super) last: u32,
+}
+
+/// Whether a line is a comment line (C and C++ styles, and the `#` of
+/// build files and scripts).
+fn is_comment(text: &str) -> bool {
+    let t = text.trim_start();
+    t.starts_with("//") || t.starts_with("/*") || t.starts_with('*') || t.starts_with("# ")
+}
+
+/// The unit's head: leading comment and blank lines, then the declaration
+/// up to the line that opens its body or ends it, at most [`HEAD_LINES`].
+pub(super) fn head_len(lines: &[UnitLine<'_>]) -> usize {
+    let mut i = 0;
+    while i < lines.len() && i < HEAD_LINES && {
+        let t = lines[i].text.trim();
+        t.is_empty() || is_comment(t)
+    } {
+        i += 1;
+    }
+    while i < lines.len() && i < HEAD_LINES {
+        let t = lines[i].text.trim_end();
+        i += 1;
+        if t.ends_with('{') || t.ends_with(';') || t.ends_with('}') {
+            break;
+        }
+    }
+    i.max(1).min(lines.len())
+}
+
+/// The marker that stands for left-out lines, in the excerpt's language.
+fn marker(language: &str, from: Option<u32>, to: Option<u32>) -> String {
+    let what = match (from, to) {
+        (Some(a), Some(b)) if a == b => format!("line {a} not shown"),
+        (Some(a), Some(b)) => format!("lines {a}-{b} not shown"),
+        _ => "lines not shown".to_string(),
+    };
+    match language {
+        "markdown" | "rst" | "text" => format!("[... {what} ...]"),
+        "cmake" => format!("# ... {what}"),
+        _ => format!("// ... {what}"),
+    }
+}
+
+/// Render the kept lines in order, with a marker for each run left out.
+fn render(offered: &[Offered<'_>], keep: &[bool], language: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < offered.len() {
+        if keep[i] {
+            out.push(offered[i].line.text.to_string());
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < offered.len() && !keep[i] {
+            i += 1;
+        }
+        // One short line costs no more than its marker: it is shown.
+        if i - start == 1 && offered[start].line.text.trim().len() <= SHORT_GAP {
+            out.push(offered[start].line.text.to_string());
+            continue;
+        }
+        let from = offered[start..i].iter().find_map(|o| o.line.line);
+        let to = offered[start..i].iter().rev().find_map(|o| o.line.line);
+        out.push(marker(language, from, to));
+    }
+    out.join("\n")
+}
+
+/// Choose the evidence of a unit within `fits` (a monotone test of the
+/// rendered text): the whole unit when it fits; else the anchors, then
+/// the best-scored lines with their context, in score order, as long as
+/// the text still fits. `None` when not even the first line fits.
+pub(super) fn choose(
+    offered: &[Offered<'_>],
+    focus: &Focus,
+    language: &str,
+    fits: &dyn Fn(&str) -> bool,
+) -> Option<Chosen> {
+    if offered.is_empty() {
+        return None;
+    }
+    let range = |keep: &[bool]| {
+        let first = offered
+            .iter()
+            .zip(keep)
+            .find_map(|(o, &k)| if k { o.line.line } else { None });
+        let last = offered
+            .iter()
+            .zip(keep)
+            .rev()
+            .find_map(|(o, &k)| if k { o.line.line } else { None });
+        (first.unwrap_or(0), last.unwrap_or(0))
+    };
+    let all = vec![true; offered.len()];
+    let whole = render(offered, &all, language);
+    if fits(&whole) {
+        let (first, last) = range(&all);
+        return Some(Chosen {
+            text: whole,
+            first,
+            last,
+        });
+    }
+    let mut keep = vec![false; offered.len()];
+    // Groups in the order they are tried: the head first, then anchors in
+    // line order, then scored lines by score (ties by position).
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let head = head_len(&offered.iter().map(|o| o.line.clone()).collect::<Vec<_>>());
+    groups.push((0..head).collect());
+    let mut anchors: Vec<usize> = (head..offered.len())
+        .filter(|&i| offered[i].anchor)
+        .collect();
+    anchors.sort_unstable();
+    let mut scored: Vec<(f32, usize)> = offered
+        .iter()
+        .enumerate()
+        .skip(head)
+        .filter_map(|(i, o)| {
+            let s = focus.score(o.line.text);
+            (s > 0.0).then_some((s + if o.own { OWN_CHUNK_BONUS } else { 0.0 }, i))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (_, i) in scored {
+        let lo = i.saturating_sub(WINDOW);
+        let hi = (i + WINDOW).min(offered.len() - 1);
+        // A comment block right above the line says what it does.
+        let mut lo2 = lo;
+        while lo2 > 0 && lo - lo2 < 3 && is_comment(offered[lo2 - 1].line.text) {
+            lo2 -= 1;
+        }
+        // Blank lines around it carry nothing.
+        groups.push(
+            (lo2..=hi)
+                .filter(|&k| k == i || !offered[k].line.text.trim().is_empty())
+                .collect(),
+        );
+    }
+    // Anchors (member declarations) come after the best-scored group, so
+    // a long member list does not crowd out the answer's lines.
+    let at = groups.len().min(2);
+    for (k, a) in anchors.into_iter().enumerate() {
+        // A template head alone says nothing: the declaration after it too.
+        let mut g = vec![a];
+        let mut j = a;
+        while offered[j].line.text.trim_start().starts_with("template")
+            && j + 1 < offered.len()
+            && j < a + TEMPLATE_HEAD
+        {
+            j += 1;
+            g.push(j);
+        }
+        groups.insert(at + k, g);
+    }
+    let mut any = false;
+    for g in groups {
+        if g.iter().all(|&i| keep[i]) {
+            continue;
+        }
+        let mut trial = keep.clone();
+        for &i in &g {
+            trial[i] = true;
+        }
+        if fits(&render(offered, &trial, language)) {
+            keep = trial;
+            any = true;
+        } else if !any {
+            // Not even the head fits whole: its leading lines, one by one.
+            for &i in &g {
+                let mut t = keep.clone();
+                t[i] = true;
+                if !fits(&render(offered, &t, language)) {
+                    break;
+                }
+                keep = t;
+                any = true;
+            }
+            if !any {
+                return None;
+            }
+        }
+    }
+    let (first, last) = range(&keep);
+    Some(Chosen {
+        text: render(offered, &keep, language),
+        first,
+        last,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offered<'a>(lines: &[&'a str]) -> Vec<Offered<'a>> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Offered {
+                line: UnitLine {
+                    text: t,
+                    line: Some(10 + i as u32),
+                },
+                own: true,
+                anchor: false,
+            })
+            .collect()
+    }
+
+    fn focus(terms: &[(&str, f32)]) -> Focus {
+        Focus {
+            terms: terms.iter().map(|(t, w)| (t.to_string(), *w)).collect(),
+            neighbours: BTreeSet::new(),
+        }
+    }
+
+    #[test]
+    fn a_unit_that_fits_is_shown_whole() {
+        let o = offered(&["void f() {", "  g();", "}"]);
+        let c = choose(&o, &focus(&[]), "cpp", &|_| true).unwrap();
+        assert_eq!(c.text, "void f() {\n  g();\n}");
+        assert_eq!((c.first, c.last), (10, 12));
+    }
+
+    #[test]
+    fn the_head_and_the_lines_the_question_names_are_kept() {
+        let mut lines = vec!["/// Sends the halo.", "void send() {"];
+        let filler: Vec<String> = (0..30).map(|i| format!("  step{i}();")).collect();
+        lines.extend(filler.iter().map(String::as_str));
+        lines.push("  exchange(buffer);");
+        lines.extend(filler.iter().map(String::as_str));
+        lines.push("}");
+        let o = offered(&lines);
+        let f = focus(&[("exchang", 3.0)]);
+        let c = choose(&o, &f, "cpp", &|t| t.len() < 200).unwrap();
+        assert!(
+            c.text.starts_with("/// Sends the halo.\nvoid send() {"),
+            "{}",
+            c.text
+        );
+        assert!(c.text.contains("  exchange(buffer);"), "{}", c.text);
+        assert!(c.text.contains("// ... lines 12-"), "{}", c.text);
+        assert!(c.text.len() < 200);
+        assert_eq!(c.first, 10);
+    }
+
+    #[test]
+    fn markers_follow_the_language() {
+        assert_eq!(
+            marker("markdown", Some(3), Some(9)),
+            "[... lines 3-9 not shown ...]"
+        );
+        assert_eq!(marker("cpp", Some(4), Some(4)), "// ... line 4 not shown");
+        assert_eq!(marker("cmake", None, None), "# ... lines not shown");
+    }
+
+    #[test]
+    fn nothing_fits_gives_none() {
+        let o = offered(&["a very long line that never fits"]);
+        assert!(choose(&o, &focus(&[]), "cpp", &|_| false).is_none());
+    }
+
+    #[test]
+    fn head_stops_at_the_body() {
+        let o = offered(&[
+            "// doc",
+            "template <class T>",
+            "struct S {",
+            "  int x;",
+            "};",
+        ]);
+        let lines: Vec<UnitLine<'_>> = o.iter().map(|o| o.line.clone()).collect();
+        assert_eq!(head_len(&lines), 3);
+    }
+}
