@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::answer::{numbers_in, sentences, Context};
+use crate::answer::{bullet_sentences, numbers_in, Context};
 
 /// Support of one sentence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -272,11 +272,17 @@ pub fn check_support(answer: &str, question: &str, context: &Context) -> Support
     let blocks = blocks(context);
     let valid: BTreeSet<u32> = context.chunks.iter().map(|c| c.n).collect();
     let mut sentences_out = Vec::new();
-    for s in sentences(answer) {
-        let cited: Vec<u32> = numbers_in(&s)
+    for (s, lead) in bullet_sentences(answer) {
+        // A sentence cites what it names, and what its bullet opens with.
+        let mut cited: Vec<u32> = numbers_in(&s)
             .into_iter()
             .filter(|n| valid.contains(n))
             .collect();
+        for n in lead {
+            if valid.contains(&n) && !cited.contains(&n) {
+                cited.push(n);
+            }
+        }
         let mut inferred = None;
         let lower = s.to_lowercase();
         let absence = ABSENCE.iter().any(|p| lower.contains(p));

@@ -51,9 +51,39 @@ pub(crate) fn numbers_in(text: &str) -> Vec<u32> {
     out
 }
 
-/// Sentences of an answer: split at `.`, `!`, `?` followed by whitespace,
-/// and at line breaks; code fences and blank pieces are skipped.
-pub(crate) fn sentences(answer: &str) -> Vec<String> {
+/// The citations a line opens with, after its bullet marker (`- [2][5]
+/// ...`, `* [1] ...`, `3. [4] ...`): the answer prompts ask every bullet to
+/// start with the excerpts it comes from, so they cite every sentence of
+/// the bullet.
+fn leading_citations(line: &str) -> Vec<u32> {
+    let t = line.trim_start();
+    let t = t
+        .strip_prefix("- ")
+        .or_else(|| t.strip_prefix("* "))
+        .or_else(|| {
+            let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(0);
+            (digits > 0)
+                .then(|| t[digits..].strip_prefix(". "))
+                .flatten()
+        })
+        .unwrap_or(t)
+        .trim_start();
+    if !t.starts_with('[') {
+        return Vec::new();
+    }
+    // The run of `[n]` groups before the text.
+    let end = t
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii_digit() || matches!(c, '[' | ']' | ',' | ' ')))
+        .map_or(t.len(), |(i, _)| i);
+    numbers_in(&t[..end])
+}
+
+/// Sentences of an answer, each with the citations its bullet opens with
+/// (empty outside such a bullet): split at `.`, `!`, `?` followed by
+/// whitespace, and at line breaks; code fences and blank pieces are
+/// skipped.
+pub(crate) fn bullet_sentences(answer: &str) -> Vec<(String, Vec<u32>)> {
     let mut out = Vec::new();
     let mut in_fence = false;
     for line in answer.lines() {
@@ -64,6 +94,7 @@ pub(crate) fn sentences(answer: &str) -> Vec<String> {
         if in_fence {
             continue;
         }
+        let lead = leading_citations(line);
         let mut cur = String::new();
         let chars: Vec<char> = line.chars().collect();
         for (i, &ch) in chars.iter().enumerate() {
@@ -79,13 +110,13 @@ pub(crate) fn sentences(answer: &str) -> Vec<String> {
                     .starts_with('[')
             {
                 if cur.trim().chars().any(char::is_alphanumeric) {
-                    out.push(cur.trim().to_string());
+                    out.push((cur.trim().to_string(), lead.clone()));
                 }
                 cur.clear();
             }
         }
         if cur.trim().chars().any(char::is_alphanumeric) {
-            out.push(cur.trim().to_string());
+            out.push((cur.trim().to_string(), lead.clone()));
         }
     }
     out
@@ -114,10 +145,15 @@ pub fn check_citations(answer: &str, context: &Context) -> CitationReport {
             }
         }
     }
-    let sents = sentences(answer);
+    let sents = bullet_sentences(answer);
     let cited = sents
         .iter()
-        .filter(|s| numbers_in(s).into_iter().any(|n| valid(n).is_some()))
+        .filter(|(s, lead)| {
+            numbers_in(s)
+                .into_iter()
+                .chain(lead.iter().copied())
+                .any(|n| valid(n).is_some())
+        })
         .count();
     CitationReport {
         citations,
@@ -129,6 +165,21 @@ pub fn check_citations(answer: &str, context: &Context) -> CitationReport {
         } else {
             cited as f64 / sents.len() as f64
         },
+    }
+}
+
+#[cfg(test)]
+mod bullet_tests {
+    use super::*;
+
+    #[test]
+    fn a_bullets_leading_citation_cites_each_of_its_sentences() {
+        let s = bullet_sentences("- [2][5] `a` calls `b`. It is fast.\n  - nested, no citation.\n3. [1] One.\n- Plain [4] text.");
+        assert_eq!(s[0], ("- [2][5] `a` calls `b`.".to_string(), vec![2, 5]));
+        assert_eq!(s[1], ("It is fast.".to_string(), vec![2, 5]));
+        assert_eq!(s[2].1, Vec::<u32>::new());
+        assert_eq!(s[3].1, vec![1]);
+        assert_eq!(s[4].1, Vec::<u32>::new());
     }
 }
 

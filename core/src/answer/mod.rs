@@ -19,8 +19,8 @@ pub use crate::chat::{
     parse_completion, parse_sse_line, request_body, ChatError, Completion, Message, PromptTemplate,
     StreamEvent,
 };
+pub(crate) use citations::{bullet_sentences, numbers_in};
 pub use citations::{check_citations, Citation, CitationReport};
-pub(crate) use citations::{numbers_in, sentences};
 pub use context::{
     build_context, build_context_estimated, fence_for, fence_language, file_context, Context,
     ContextChunk,
