@@ -364,15 +364,20 @@ fn the_browser_ranks_like_the_cli() {
         let ranked: Vec<serde_json::Value> =
             serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         assert_eq!(ranked.len(), questions.len());
-        for (q, browser) in questions.iter().zip(&ranked) {
+        // `codegloss <command> <index> <q> <args>` as JSON, with or
+        // without dense search like the browser run.
+        let native_json = |command: &str, q: &str, args: &[&str]| -> serde_json::Value {
             let mut cmd = bin();
-            cmd.arg("query").arg(&site.index).arg(q).arg("--json");
+            cmd.arg(command).arg(&site.index).arg(q).args(args);
             if !semantic {
                 cmd.arg("--no-vectors");
             }
             let o = cmd.output().unwrap();
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let native: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            serde_json::from_slice(&o.stdout).unwrap()
+        };
+        for (q, browser) in questions.iter().zip(&ranked) {
+            let native = native_json("query", q, &["--json"]);
             let b = &browser["result"];
             assert_eq!(b["semantic"], serde_json::json!(semantic), "{q}");
             assert!(!key(&native["chunks"]).is_empty(), "{q}: nothing retrieved");
@@ -385,17 +390,7 @@ fn the_browser_ranks_like_the_cli() {
             assert_eq!(b["context_tokens"], native["context_tokens"], "{q}");
             // The answer prompt the worker would send is the CLI's, token
             // for token: the same fact sheet, evidence lines and shape.
-            let mut cmd = bin();
-            cmd.arg("ask")
-                .arg(&site.index)
-                .arg(q)
-                .args(["--show-prompt", "--json"]);
-            if !semantic {
-                cmd.arg("--no-vectors");
-            }
-            let o = cmd.output().unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let native: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let native = native_json("ask", q, &["--show-prompt", "--json"]);
             let p = &browser["prompt"];
             assert!(native["messages"][1]["content"]
                 .as_str()

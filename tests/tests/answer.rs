@@ -559,3 +559,51 @@ fn an_excerpt_cannot_close_its_fence() {
     assert!(open.is_none(), "unclosed fence:\n{}", ctx.text);
     assert!(ctx.text.contains("````"), "{}", ctx.text);
 }
+
+/// The browser loads only the text of `context_chunks` before it builds a
+/// context: with every other chunk's code gone, the context is the same,
+/// for a namespace block (whose unit is the file's text inside it), a
+/// file and a plain question.
+#[test]
+fn the_context_needs_only_the_text_of_its_context_chunks() {
+    let data = &corpus().data;
+    let namespace = data
+        .chunks
+        .iter()
+        .find(|c| {
+            c.entity_type.as_str() == "namespace"
+                && data.chunks.iter().any(|o| {
+                    o.path == c.path
+                        && o.id != c.id
+                        && o.start_line > c.start_line
+                        && o.end_line <= c.end_line
+                })
+        })
+        .expect("a namespace block with code inside");
+    let file = data
+        .chunks
+        .iter()
+        .find(|c| c.path == namespace.path && c.entity_type.as_str() == "file")
+        .unwrap();
+    let question = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
+    for r in [
+        retrieval_of(&[namespace.id]),
+        retrieval_of(&[file.id]),
+        question,
+    ] {
+        let full = build_context_estimated(corpus(), &r, QUESTION, 1500);
+        let needed = codegloss_core::answer::context_chunks(corpus(), &r);
+        let mut only = corpus().data.clone();
+        for c in &mut only.chunks {
+            if !needed.contains(&c.id) {
+                c.code.clear();
+            }
+        }
+        let lexical = corpus().lexical.clone();
+        let loaded = Corpus::new(only, None, lexical);
+        let partial = build_context_estimated(&loaded, &r, QUESTION, 1500);
+        assert!(!full.chunks.is_empty());
+        assert!(full.text.contains("```"), "{}", full.text);
+        assert_eq!(partial.text, full.text);
+    }
+}

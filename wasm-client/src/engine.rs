@@ -261,15 +261,7 @@ impl Engine {
         let context = build_context_estimated(&self.index.corpus, r, question, budget as usize);
         let template = answer_template(question);
         let messages = template.render(question, &context);
-        Ok(json!({
-            "messages": messages,
-            "context": context,
-            "tokens": context.tokens,
-            "prompt_template": template.id,
-            "prompt_version": template.version,
-            "prompt_signature": template.signature(),
-        })
-        .to_string())
+        Ok(template.prompt_json(&messages, &context).to_string())
     }
 
     /// The answer defaults, JSON `{temperature, max_tokens, timeout_ms,

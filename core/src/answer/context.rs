@@ -39,11 +39,7 @@ pub struct ContextChunk {
 impl ContextChunk {
     /// `path:start-end` (just the path when the chunk has no lines).
     pub fn location(&self) -> String {
-        if self.start_line == 0 {
-            self.path.clone()
-        } else {
-            format!("{}:{}-{}", self.path, self.start_line, self.end_line)
-        }
+        location(&self.path, self.start_line, self.end_line)
     }
 }
 
@@ -177,28 +173,19 @@ fn block(heading: &str, code: &str, language: &str) -> String {
 }
 
 /// The lines of a retrieved chunk's unit that no earlier excerpt shows,
-/// in reading order, each marked as part of the chunk itself or of its
-/// completion, and as an anchor when it opens a declaration the unit
-/// holds (a member, or an outer entity of a file).
-fn offered<'a>(corpus: &'a Corpus, chunk: u32, shown: &[(&str, u32, u32)]) -> Vec<Offered<'a>> {
+/// in reading order, each with its score for the question's `focus`,
+/// marked as part of the chunk itself or of its completion, and as an
+/// anchor when it opens a declaration the unit holds (a member, or an
+/// outer entity of a file).
+fn offered<'a>(
+    corpus: &'a Corpus,
+    chunk: u32,
+    shown: &[(&str, u32, u32)],
+    focus: &Focus,
+) -> Vec<Offered<'a>> {
     let data = &corpus.data;
     let c = &data.chunks[chunk as usize];
-    let e = &data.entities[c.entity as usize];
-    // A namespace block's chunk holds only its head: its unit is the
-    // file's text within the block, as a file's is the whole file's.
-    let unit = if e.kind == EntityKind::Namespace {
-        let mut ids = vec![chunk];
-        ids.extend(
-            file_text_chunks(data, &c.path)
-                .into_iter()
-                .filter(|o| o.start_line >= c.start_line && o.end_line <= c.end_line)
-                .map(|o| o.id),
-        );
-        ids
-    } else {
-        unit_chunks(corpus, chunk)
-    };
-    let mut ids: Vec<u32> = unit
+    let mut ids: Vec<u32> = unit_chunks(corpus, chunk)
         .into_iter()
         .filter(|&i| i == chunk || !is_shown(shown, &data.chunks[i as usize]))
         .filter(|&i| i == chunk || data.chunks[i as usize].path == c.path)
@@ -244,6 +231,7 @@ fn offered<'a>(corpus: &'a Corpus, chunk: u32, shown: &[(&str, u32, u32)]) -> Ve
                 && !l.text.trim().is_empty();
             anchored += usize::from(anchor);
             out.push(Offered {
+                score: focus.score(l.text),
                 line: l,
                 own: o.id == chunk,
                 anchor,
@@ -324,11 +312,8 @@ pub fn build_context(
         let lines = if e.kind == EntityKind::Module {
             Vec::new()
         } else {
-            offered(corpus, rc.chunk, &shown)
+            offered(corpus, rc.chunk, &shown, &focus)
         };
-        // The heading's location is not known before the lines are: it is
-        // counted with the widest it can be.
-        let wide = heading(corpus, n, rc.chunk, &location(&c.path, 99_999, 99_999));
         if lines.is_empty()
             && matches!(e.kind, EntityKind::File | EntityKind::Namespace)
             && shown.iter().any(|&(p, _, _)| p == c.path)
@@ -338,20 +323,23 @@ pub fn build_context(
         }
         // A unit none of whose lines the question points at is context,
         // not evidence: it gets half the share.
-        let cap = if !blocks.is_empty() && lines.iter().all(|l| focus.score(l.line.text) == 0.0) {
+        let cap = if !blocks.is_empty() && lines.iter().all(|l| l.score == 0.0) {
             cap / 2
         } else {
             cap
         };
+        // The heading's location is not known before the lines are: it is
+        // counted with the widest it can be.
+        let wide = heading(corpus, n, rc.chunk, &location(&c.path, 99_999, 99_999));
         let chosen = if lines.is_empty() {
             None
         } else {
             let fits = |code: &str| count(&block(&wide, code, language)) <= cap;
             let wider = |code: &str| count(&block(&wide, code, language)) <= left;
-            match choose(&lines, &focus, language, &fits).or_else(|| {
+            match choose(&lines, language, &fits).or_else(|| {
                 // A first excerpt whose head alone exceeds its share.
                 if blocks.is_empty() {
-                    choose(&lines, &focus, language, &wider)
+                    choose(&lines, language, &wider)
                 } else {
                     None
                 }
@@ -363,14 +351,10 @@ pub fn build_context(
                 }
             }
         };
+        // An excerpt with no text is located by its chunk's lines.
         let (code, first, last) = match &chosen {
             Some(ch) => (ch.text.as_str(), ch.first, ch.last),
-            None => ("", 0, 0),
-        };
-        let (first, last) = if first == 0 && c.start_line > 0 && chosen.is_none() {
-            (c.start_line, c.end_line)
-        } else {
-            (first, last)
+            None => ("", c.start_line, c.end_line),
         };
         let b = block(
             &heading(corpus, n, rc.chunk, &location(&c.path, first, last)),

@@ -90,6 +90,8 @@ impl Focus {
 
 /// One line offered to the selection.
 pub(super) struct Offered<'a> {
+    /// How strongly it answers the question ([`Focus::score`]).
+    pub(super) score: f32,
     /// The line as shown.
     pub(super) line: UnitLine<'a>,
     /// Part of the retrieved chunk itself (not of its completion).
@@ -179,7 +181,6 @@ fn render(offered: &[Offered<'_>], keep: &[bool], language: &str) -> String {
 /// the text still fits. `None` when not even the first line fits.
 pub(super) fn choose(
     offered: &[Offered<'_>],
-    focus: &Focus,
     language: &str,
     fits: &dyn Fn(&str) -> bool,
 ) -> Option<Chosen> {
@@ -223,7 +224,7 @@ pub(super) fn choose(
         .enumerate()
         .skip(head)
         .filter_map(|(i, o)| {
-            let s = focus.score(o.line.text);
+            let s = o.score;
             (s > 0.0).then_some((s + if o.own { OWN_CHUNK_BONUS } else { 0.0 }, i))
         })
         .collect();
@@ -299,11 +300,12 @@ pub(super) fn choose(
 mod tests {
     use super::*;
 
-    fn offered<'a>(lines: &[&'a str]) -> Vec<Offered<'a>> {
+    fn offered<'a>(lines: &[&'a str], focus: &Focus) -> Vec<Offered<'a>> {
         lines
             .iter()
             .enumerate()
             .map(|(i, t)| Offered {
+                score: focus.score(t),
                 line: UnitLine {
                     text: t,
                     line: Some(10 + i as u32),
@@ -323,8 +325,8 @@ mod tests {
 
     #[test]
     fn a_unit_that_fits_is_shown_whole() {
-        let o = offered(&["void f() {", "  g();", "}"]);
-        let c = choose(&o, &focus(&[]), "cpp", &|_| true).unwrap();
+        let o = offered(&["void f() {", "  g();", "}"], &focus(&[]));
+        let c = choose(&o, "cpp", &|_| true).unwrap();
         assert_eq!(c.text, "void f() {\n  g();\n}");
         assert_eq!((c.first, c.last), (10, 12));
     }
@@ -337,9 +339,8 @@ mod tests {
         lines.push("  exchange(buffer);");
         lines.extend(filler.iter().map(String::as_str));
         lines.push("}");
-        let o = offered(&lines);
-        let f = focus(&[("exchang", 3.0)]);
-        let c = choose(&o, &f, "cpp", &|t| t.len() < 200).unwrap();
+        let o = offered(&lines, &focus(&[("exchang", 3.0)]));
+        let c = choose(&o, "cpp", &|t| t.len() < 200).unwrap();
         assert!(
             c.text.starts_with("/// Sends the halo.\nvoid send() {"),
             "{}",
@@ -363,19 +364,22 @@ mod tests {
 
     #[test]
     fn nothing_fits_gives_none() {
-        let o = offered(&["a very long line that never fits"]);
-        assert!(choose(&o, &focus(&[]), "cpp", &|_| false).is_none());
+        let o = offered(&["a very long line that never fits"], &focus(&[]));
+        assert!(choose(&o, "cpp", &|_| false).is_none());
     }
 
     #[test]
     fn head_stops_at_the_body() {
-        let o = offered(&[
-            "// doc",
-            "template <class T>",
-            "struct S {",
-            "  int x;",
-            "};",
-        ]);
+        let o = offered(
+            &[
+                "// doc",
+                "template <class T>",
+                "struct S {",
+                "  int x;",
+                "};",
+            ],
+            &focus(&[]),
+        );
         let lines: Vec<UnitLine<'_>> = o.iter().map(|o| o.line.clone()).collect();
         assert_eq!(head_len(&lines), 3);
     }

@@ -133,6 +133,21 @@ impl PromptTemplate {
             ("question", question.trim()),
         ])
     }
+
+    /// An answer prompt as data, JSON `{messages, context, tokens,
+    /// prompt_template, prompt_version, prompt_signature}`: what the
+    /// browser's engine hands its worker and what `codegloss ask
+    /// --show-prompt --json` prints, so the parity check compares one shape.
+    pub fn prompt_json(&self, messages: &[Message], context: &Context) -> serde_json::Value {
+        serde_json::json!({
+            "messages": messages,
+            "context": context,
+            "tokens": context.tokens,
+            "prompt_template": self.id,
+            "prompt_version": self.version,
+            "prompt_signature": self.signature(),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -104,10 +104,11 @@ pub(super) fn line_range(lines: &[UnitLine<'_>]) -> Option<(u32, u32)> {
 /// The chunks that complete a retrieved chunk into the unit a reader
 /// needs, in reading order, the chunk itself first among them:
 /// - a part of a split code entity: every part of it, the retrieved part
-///   and those after it first when the whole does not fit `cap` (the caller
-///   cuts at the cap, so the retrieved part always shows);
+///   first (the context lays them out in reading order);
 /// - a documentation section: its parts and every subsection under it;
-/// - a file chunk: the file's text, as its outermost chunks in line order.
+/// - a file chunk: the file's text, as its outermost chunks in line order;
+/// - a namespace block (whose chunk holds only its head): the file's text
+///   inside the block, likewise.
 ///
 /// Any other chunk is a unit by itself. Only chunks of the same file are
 /// ever added. The browser fetches the text of these chunks before it
@@ -118,9 +119,17 @@ pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
         return Vec::new();
     };
     let e = &data.entities[c.entity as usize];
-    if e.kind == EntityKind::File {
+    if matches!(e.kind, EntityKind::File | EntityKind::Namespace) {
+        let inside = |o: &&crate::model::Chunk| {
+            e.kind == EntityKind::File || (o.start_line >= c.start_line && o.end_line <= c.end_line)
+        };
         let mut ids = vec![chunk];
-        ids.extend(file_text_chunks(data, &c.path).into_iter().map(|o| o.id));
+        ids.extend(
+            file_text_chunks(data, &c.path)
+                .into_iter()
+                .filter(inside)
+                .map(|o| o.id),
+        );
         return ids;
     }
     if e.kind == EntityKind::DocSection {

@@ -134,15 +134,8 @@ fn run_ask(
     let template = answer_template(question);
     let messages = template.render(question, &context);
     if show_prompt && json {
-        let v = serde_json::json!({
-            "question": question,
-            "messages": messages,
-            "context": context,
-            "tokens": context.tokens,
-            "prompt_template": template.id,
-            "prompt_version": template.version,
-            "prompt_signature": template.signature(),
-        });
+        let mut v = template.prompt_json(&messages, &context);
+        v["question"] = question.into();
         out!("{}", json_text(&v)?);
         return Ok(());
     }
