@@ -315,7 +315,41 @@ fn ensure_wasm_target() -> Result<()> {
     Ok(())
 }
 
+/// Prints the free space under the checkout and its `target/` size, so a
+/// CI log shows how much room each stage had (a fresh clone once ran out).
+fn report_disk(stage: &str) {
+    let free = Command::new("df")
+        .args(["-Pk", "."])
+        .current_dir(root())
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            let line = text.lines().nth(1)?.to_owned();
+            line.split_whitespace().nth(3)?.parse::<u64>().ok()
+        });
+    let used = Command::new("du")
+        .args(["-sk", "target"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        });
+    let gib = |k: Option<u64>| {
+        k.map_or("?".to_owned(), |k| {
+            format!("{:.1} GiB", k as f64 / 1048576.0)
+        })
+    };
+    eprintln!("disk ({stage}): {} free, target/ {}", gib(free), gib(used));
+}
+
 fn ci() -> Result<()> {
+    report_disk("start");
     ensure_wasm_target()?;
     // The embedding tests run a real ONNX session on the default model;
     // the decoder tests run SmolLM2 converted to ONNX.
@@ -335,9 +369,11 @@ fn ci() -> Result<()> {
     let npm = site::browser_test_deps()?;
     // The answer tests talk to a real server (SmolLM2-135M on loopback);
     // it is stopped by pid whatever the tests do.
+    report_disk("before tests");
     let url = llm::start(&root(), "smollm2", 8089, 2)?;
     let tests = run_tests(&url, &assets, &npm);
     llm::stop(&root(), 8089)?;
+    report_disk("after tests");
     let (passed, failed) = tests?;
     run(cargo()
         .args(["clippy", "--locked", "-p", "codegloss-core"])
@@ -361,6 +397,7 @@ fn ci() -> Result<()> {
             fresh: true,
         },
     )?;
+    report_disk("end");
     eprintln!("ci: all checks passed");
     // One closing line for the whole suite (cargo's own last line is often
     // a doc-test binary with 0 tests).
