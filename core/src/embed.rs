@@ -244,7 +244,7 @@ impl DocPrompt {
         DocPrompt {
             header,
             explanation: gloss.trim().to_string(),
-            code: chunk.code.trim_end().to_string(),
+            code: chunk.searchable_code().trim_end().to_string(),
         }
     }
 

@@ -374,7 +374,7 @@ impl LexicalIndex {
                     format!("{} {}", gloss, c.section_path.as_deref().unwrap_or("")),
                     weights.gloss,
                 ),
-                (c.code.clone(), weights.code),
+                (c.searchable_code().to_owned(), weights.code),
             ];
             for (text, w) in &fields {
                 for t in tokenize(text) {

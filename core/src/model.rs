@@ -528,7 +528,10 @@ pub struct Chunk {
     pub leading_comment: Option<String>,
     /// Source text of this chunk. A part of a split class or function
     /// repeats the signature as a header and carries part markers; `frame`
-    /// says which lines those are.
+    /// says which lines those are. A file chunk holds the file's lines that
+    /// no entity chunk holds (head comment, includes, macros, globals), at
+    /// their own lines with the others empty: answer context only, never
+    /// searched ([`Chunk::searchable_code`]).
     pub code: String,
     /// Which lines of `code` are not the file's own text (see [`CodeFrame`]).
     pub frame: CodeFrame,
@@ -540,6 +543,20 @@ pub struct Chunk {
     pub module: String,
     /// Section path for documentation.
     pub section_path: Option<String>,
+}
+
+impl Chunk {
+    /// The code that keyword search, embeddings and ranking features see:
+    /// `code`, except for a file chunk, whose text outside entities is for
+    /// the answer context only (it would add every file's includes to its
+    /// terms and vector).
+    pub fn searchable_code(&self) -> &str {
+        if self.entity_type == EntityKind::File {
+            ""
+        } else {
+            &self.code
+        }
+    }
 }
 
 /// Which lines of a chunk's `code` are not the file's own text.

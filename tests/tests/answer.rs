@@ -607,3 +607,46 @@ fn the_context_needs_only_the_text_of_its_context_chunks() {
         assert_eq!(partial.text, full.text);
     }
 }
+
+/// A file's unit is its whole text: the lines outside every entity (the
+/// head comment, include guards, the namespace's braces) come from the
+/// file chunk, at their own lines, among the entities' lines. They are
+/// answer context only: keyword search is built as if the file chunks
+/// held no code.
+#[test]
+fn a_file_unit_shows_the_lines_outside_its_entities() {
+    let data = &corpus().data;
+    let file = data
+        .chunks
+        .iter()
+        .find(|c| c.path == "src/Picsim.h" && c.entity_type.as_str() == "file")
+        .expect("the file chunk of src/Picsim.h");
+    assert!(
+        file.code.contains("#ifndef PICSIM_PICSIM_H"),
+        "{:?}",
+        file.code
+    );
+    // Line numbers hold: line 4 of the code is line 4 of the file.
+    assert_eq!(file.code.lines().nth(3), Some("#ifndef PICSIM_PICSIM_H"));
+    // The declarations' lines are the entities' own, left empty here.
+    assert!(!file.code.contains("void finalize();"));
+    let ctx = build_context_estimated(corpus(), &retrieval_of(&[file.id]), QUESTION, 1500);
+    let text = &ctx.text;
+    let head = text.find("Entry points of the picsim library").expect(text);
+    let decl = text.find("void initialize(int& argc").expect(text);
+    let end = text.find("#endif  // PICSIM_PICSIM_H").expect(text);
+    assert!(head < decl && decl < end, "{text}");
+    assert_eq!(ctx.chunks[0].start_line, 1, "{text}");
+    assert_eq!(ctx.chunks[0].end_line, 23, "{text}");
+    // Search does not see the file chunks' text.
+    let mut without = data.clone();
+    for c in &mut without.chunks {
+        if c.entity_type.as_str() == "file" {
+            c.code.clear();
+        }
+    }
+    assert_eq!(
+        LexicalIndex::build(&without, FieldWeights::default()),
+        corpus().lexical
+    );
+}

@@ -170,10 +170,48 @@ fn every_fixture_chunk_numbers_the_files_own_lines() {
         }
         let text = std::fs::read_to_string(fixture_repo().join(&c.path)).unwrap();
         let file: Vec<&str> = text.lines().collect();
-        assert_own_lines(c, &file);
+        if c.entity_type == EntityKind::File {
+            assert_outside_lines(c, &file, &out.data);
+        } else {
+            assert_own_lines(c, &file);
+        }
         checked += 1;
     }
     assert!(checked > 100, "{checked}");
+}
+
+/// A file chunk holds the file's lines that no entity chunk holds, each at
+/// its own number, and nothing at the others.
+fn assert_outside_lines(c: &Chunk, file: &[&str], data: &IndexData) {
+    let held = |n: u32| {
+        data.chunks.iter().any(|o| {
+            o.path == c.path
+                && !matches!(
+                    o.entity_type,
+                    EntityKind::File
+                        | EntityKind::Module
+                        | EntityKind::CallChain
+                        | EntityKind::Namespace
+                )
+                && o.start_line > 0
+                && o.start_line <= n
+                && n <= o.end_line
+        })
+    };
+    let lines: Vec<&str> = c.code.lines().collect();
+    assert!(
+        lines.len() as u32 <= c.end_line - c.start_line + 1,
+        "{}",
+        c.path
+    );
+    for (k, l) in lines.iter().enumerate() {
+        let n = c.start_line + k as u32;
+        if held(n) {
+            assert_eq!(*l, "", "{}:{n} is an entity's line", c.path);
+        } else {
+            assert_eq!(*l, file[n as usize - 1], "{}:{n}", c.path);
+        }
+    }
 }
 
 /// The one block of a context: the range its heading names (`[1] name

@@ -228,7 +228,7 @@ impl Engine {
                     "end_line": c.end_line,
                     "language": codegloss_core::answer::fence_language(&c.path),
                     "gloss": e.gloss.text,
-                    "code": c.code,
+                    "code": c.searchable_code(),
                     "frame": c.frame,
                     "score": rc.score.combined,
                 })

@@ -79,13 +79,31 @@ fn leading_citations(line: &str) -> Vec<u32> {
     numbers_in(&t[..end])
 }
 
+/// Whether a line opens a list item (`- `, `* `, `3. `).
+fn is_item(line: &str) -> bool {
+    let t = line.trim_start();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(0);
+    t.starts_with("- ") || t.starts_with("* ") || (digits > 0 && t[digits..].starts_with(". "))
+}
+
 /// Sentences of an answer, each with the citations its bullet opens with
 /// (empty outside such a bullet): split at `.`, `!`, `?` followed by
 /// whitespace, and at line breaks; code fences and blank pieces are
 /// skipped.
+///
+/// A cited bullet's citations also hold for what belongs to its item, as a
+/// reader of the list sees it: its indented sub-items, the lines that
+/// continue it without a marker of their own, and the items of a list it
+/// introduces (a line ending in `:`, such as "It takes three parameters:").
+/// An item that opens at the same level with no citation ends it.
 pub(crate) fn bullet_sentences(answer: &str) -> Vec<(String, Vec<u32>)> {
     let mut out = Vec::new();
     let mut in_fence = false;
+    // The citations of the item being continued, and whether its last
+    // line introduced a list.
+    let mut item: Vec<u32> = Vec::new();
+    let mut intro = false;
+    let mut after_blank = false;
     for line in answer.lines() {
         if line.trim_start().starts_with("```") {
             in_fence = !in_fence;
@@ -94,7 +112,24 @@ pub(crate) fn bullet_sentences(answer: &str) -> Vec<(String, Vec<u32>)> {
         if in_fence {
             continue;
         }
-        let lead = leading_citations(line);
+        if line.trim().is_empty() {
+            after_blank = true;
+            continue;
+        }
+        let own = leading_citations(line);
+        let indented = line.starts_with([' ', '\t']);
+        let in_list = intro && own.is_empty() && is_item(line);
+        let lead = if !own.is_empty() {
+            item = own.clone();
+            own
+        } else if !item.is_empty() && (indented || in_list || (!is_item(line) && !after_blank)) {
+            item.clone()
+        } else {
+            item.clear();
+            Vec::new()
+        };
+        intro = !lead.is_empty() && (line.trim_end().ends_with(':') || in_list);
+        after_blank = false;
         let mut cur = String::new();
         let chars: Vec<char> = line.chars().collect();
         for (i, &ch) in chars.iter().enumerate() {
@@ -177,9 +212,27 @@ mod bullet_tests {
         let s = bullet_sentences("- [2][5] `a` calls `b`. It is fast.\n  - nested, no citation.\n3. [1] One.\n- Plain [4] text.");
         assert_eq!(s[0], ("- [2][5] `a` calls `b`.".to_string(), vec![2, 5]));
         assert_eq!(s[1], ("It is fast.".to_string(), vec![2, 5]));
-        assert_eq!(s[2].1, Vec::<u32>::new());
+        // A sub-item belongs to its item.
+        assert_eq!(s[2].1, vec![2, 5]);
         assert_eq!(s[3].1, vec![1]);
+        // An uncited item at the same level does not.
         assert_eq!(s[4].1, Vec::<u32>::new());
+    }
+
+    #[test]
+    fn an_items_citations_hold_for_its_continuation_and_the_list_it_introduces() {
+        let s = bullet_sentences(
+            "- [3] `step` runs one step.\nIt takes two parameters:\n- `int it`: the step.\n- `double dt`: the time step.\n\nSomething else.\n- Uncited.",
+        );
+        let leads: Vec<Vec<u32>> = s.iter().map(|(_, l)| l.clone()).collect();
+        assert_eq!(
+            leads,
+            vec![vec![3], vec![3], vec![3], vec![3], vec![], vec![]],
+            "{s:?}"
+        );
+        // Without the introducing colon, an uncited item stands alone.
+        let s = bullet_sentences("- [1] One.\n- Two.");
+        assert_eq!(s[1].1, Vec::<u32>::new());
     }
 }
 

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::evidence::{choose, Focus, Offered};
 use super::facts::fact_line;
 use super::unit::{
-    file_text_chunks, is_shown, leading_lines_that_fit, line_range, unit_chunks, unit_lines,
-    UnitLine,
+    file_text_chunks, is_shown, leading_lines_that_fit, line_range, outside_runs, unit_chunks,
+    unit_lines, UnitLine,
 };
 use crate::model::{EdgeKind, EntityKind, GlossSource};
 use crate::retrieve::{Corpus, Retrieval, Role};
@@ -128,6 +128,12 @@ const ANCHORS: usize = 12;
 /// Entities whose names make a line evidence for every excerpt.
 const NEIGHBOURS: usize = 8;
 
+/// Weight of a question term on a line of a file's text outside its
+/// entities, against the same term on an entity's line: a file's leading
+/// comment matches a question's words as well as the code does, and
+/// would crowd it out.
+const OUTSIDE_WEIGHT: f32 = 0.5;
+
 /// The heading of an excerpt: number, name, kind and the lines it shows,
 /// then a model-written explanation when the entity has one (structural
 /// glosses are summaries for search; their facts are in the fact sheet).
@@ -195,7 +201,12 @@ fn offered<'a>(
         ids.iter().map(|&i| &data.chunks[i as usize]).collect();
     pieces.sort_by_key(|o| (o.start_line, o.part));
     // File and namespace chunks are summaries: their unit's text is the
-    // outer chunks (see `unit_chunks`).
+    // outer chunks (see `unit_chunks`), and the file chunk's own lines
+    // outside them.
+    let outside = pieces
+        .iter()
+        .find(|o| data.entities[o.entity as usize].kind == EntityKind::File)
+        .copied();
     pieces.retain(|o| {
         !matches!(
             data.entities[o.entity as usize].kind,
@@ -221,20 +232,53 @@ fn offered<'a>(
         }
     }
     let first_part = pieces.first().map(|o| o.id);
+    // Runs of lines in file order, each with the chunk it comes from.
+    let mut runs: Vec<(u32, Vec<UnitLine<'a>>)> = pieces
+        .iter()
+        .map(|o| {
+            let drop_header = o.part > 1 && Some(o.id) != first_part;
+            (o.id, unit_lines(o, drop_header))
+        })
+        .collect();
+    if let Some(f) = outside {
+        // A namespace block's unit holds the lines inside the block only;
+        // lines an earlier excerpt shows are not repeated.
+        let block = (c.entity_type == EntityKind::Namespace).then_some((c.start_line, c.end_line));
+        let keep = |n: u32| {
+            block.is_none_or(|(a, b)| a <= n && n <= b)
+                && !shown
+                    .iter()
+                    .any(|&(p, a, b)| p == f.path && a <= n && n <= b)
+        };
+        runs.extend(outside_runs(data, f, &keep).into_iter().map(|r| (f.id, r)));
+        // Stable: the parts of a split entity keep their order.
+        runs.sort_by_key(|(_, r)| r.iter().find_map(|l| l.line).unwrap_or(0));
+    }
     let mut out: Vec<Offered<'a>> = Vec::new();
     let mut anchored = 0;
-    for o in &pieces {
-        let drop_header = o.part > 1 && Some(o.id) != first_part;
-        for l in unit_lines(o, drop_header) {
+    for (id, lines) in runs {
+        let outside = outside.is_some_and(|f| f.id == id);
+        for l in lines {
             let anchor = l.line.is_some_and(|n| anchors.contains(&n))
                 && anchored < ANCHORS
                 && !l.text.trim().is_empty();
             anchored += usize::from(anchor);
+            // An include is in the fact sheet already; the rest of the
+            // file's text outside entities (its leading comment, globals)
+            // is context about the file, behind the entities' own lines.
+            let score = if !outside {
+                focus.score(l.text)
+            } else if l.text.trim_start().starts_with("#include") {
+                0.0
+            } else {
+                focus.score(l.text) * OUTSIDE_WEIGHT
+            };
             out.push(Offered {
-                score: focus.score(l.text),
+                score,
                 line: l,
-                own: o.id == chunk,
+                own: id == chunk && !outside,
                 anchor,
+                outside,
             });
         }
     }
@@ -425,11 +469,22 @@ pub fn file_context(
     let data = &corpus.data;
     let mut out = Context::empty();
     for path in paths {
-        // The parts of a split entity join into the source, as in a unit.
-        let numbered: Vec<UnitLine<'_>> = file_text_chunks(data, path)
+        let file_chunk = data
+            .files
+            .iter()
+            .find(|f| f.path == *path)
+            .and_then(|f| corpus.file_chunk(f.id));
+        // The parts of a split entity join into the source, as in a unit,
+        // and the file's lines outside entities go in their places.
+        let mut runs: Vec<Vec<UnitLine<'_>>> = file_text_chunks(data, path)
             .into_iter()
-            .flat_map(|c| unit_lines(c, c.part > 1))
+            .map(|c| unit_lines(c, c.part > 1))
             .collect();
+        if let Some(f) = file_chunk {
+            runs.extend(outside_runs(data, &data.chunks[f as usize], &|_| true));
+            runs.sort_by_key(|r| r.iter().find_map(|l| l.line).unwrap_or(0));
+        }
+        let numbered: Vec<UnitLine<'_>> = runs.concat();
         let lines: Vec<&str> = numbered.iter().map(|l| l.text).collect();
         let n = out.next_n();
         let fence = fence_for(&lines.concat());
@@ -448,12 +503,7 @@ pub fn file_context(
             reveal_bidi(&format!("{head}{}\n{fence}\n", lines[..lo].join("\n"))).into_owned();
         let tokens = count(&block);
         let (first, last) = line_range(&numbered[..lo]).unwrap_or((1, lo as u32));
-        let file_chunk = data
-            .files
-            .iter()
-            .find(|f| f.path == *path)
-            .and_then(|f| corpus.file_chunk(f.id))
-            .unwrap_or(0);
+        let file_chunk = file_chunk.unwrap_or(0);
         out.push(
             &block,
             tokens,

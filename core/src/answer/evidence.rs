@@ -98,6 +98,10 @@ pub(super) struct Offered<'a> {
     pub(super) own: bool,
     /// Always kept when anything is: the head, a member's declaration.
     pub(super) anchor: bool,
+    /// A line of the file's text outside its entities (includes, guards,
+    /// the file's leading comment, globals): never the unit's head, so a
+    /// license block does not take an excerpt's share.
+    pub(super) outside: bool,
 }
 
 /// The evidence chosen from a unit: its text and the first and last file
@@ -150,17 +154,30 @@ fn marker(language: &str, from: Option<u32>, to: Option<u32>) -> String {
 }
 
 /// Render the kept lines in order, with a marker for each run left out.
+/// A run of the file's text outside entities before the first kept line
+/// or after the last one needs none: the excerpt's heading says which
+/// lines it shows, and the file around the unit is not part of it.
 fn render(offered: &[Offered<'_>], keep: &[bool], language: &str) -> String {
     let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < offered.len() {
+    let (mut lead, mut end) = (0, offered.len());
+    if let (Some(first), Some(last)) = (keep.iter().position(|&k| k), keep.iter().rposition(|&k| k))
+    {
+        if offered[..first].iter().all(|o| o.outside) {
+            lead = first;
+        }
+        if offered[last + 1..].iter().all(|o| o.outside) {
+            end = last + 1;
+        }
+    }
+    let mut i = lead;
+    while i < end {
         if keep[i] {
             out.push(offered[i].line.text.to_string());
             i += 1;
             continue;
         }
         let start = i;
-        while i < offered.len() && !keep[i] {
+        while i < end && !keep[i] {
             i += 1;
         }
         // One short line costs no more than its marker: it is shown.
@@ -213,16 +230,26 @@ pub(super) fn choose(
     // Groups in the order they are tried: the head first, then anchors in
     // line order, then scored lines by score (ties by position).
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    let head = head_len(&offered.iter().map(|o| o.line.clone()).collect::<Vec<_>>());
-    groups.push((0..head).collect());
-    let mut anchors: Vec<usize> = (head..offered.len())
-        .filter(|&i| offered[i].anchor)
+    // The head is the first entity's: a file's text before it (its
+    // leading comment, includes) competes by score like any other line.
+    let h0 = offered.iter().position(|o| !o.outside).unwrap_or(0);
+    let head = h0
+        + head_len(
+            &offered[h0..]
+                .iter()
+                .map(|o| o.line.clone())
+                .collect::<Vec<_>>(),
+        );
+    let in_head = |i: usize| (h0..head).contains(&i);
+    groups.push((h0..head).collect());
+    let mut anchors: Vec<usize> = (0..offered.len())
+        .filter(|&i| !in_head(i) && offered[i].anchor)
         .collect();
     anchors.sort_unstable();
     let mut scored: Vec<(f32, usize)> = offered
         .iter()
         .enumerate()
-        .skip(head)
+        .filter(|&(i, _)| !in_head(i))
         .filter_map(|(i, o)| {
             let s = o.score;
             (s > 0.0).then_some((s + if o.own { OWN_CHUNK_BONUS } else { 0.0 }, i))
@@ -311,6 +338,7 @@ mod tests {
                     line: Some(10 + i as u32),
                 },
                 own: true,
+                outside: false,
                 anchor: false,
             })
             .collect()

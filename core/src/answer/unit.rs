@@ -58,6 +58,37 @@ pub(super) fn file_text_chunks<'a>(
     out
 }
 
+/// The file's text outside entities, as a file chunk holds it
+/// ([`crate::model::Chunk::code`]): the runs of its lines that no text
+/// chunk of the file holds and that `keep` accepts, each run in line order,
+/// to be laid out among the file's text chunks by line.
+pub(super) fn outside_runs<'a>(
+    data: &crate::IndexData,
+    file_chunk: &'a crate::model::Chunk,
+    keep: &dyn Fn(u32) -> bool,
+) -> Vec<Vec<UnitLine<'a>>> {
+    let held: Vec<(u32, u32)> = file_text_chunks(data, &file_chunk.path)
+        .iter()
+        .map(|c| (c.start_line, c.end_line))
+        .collect();
+    let mut runs: Vec<Vec<UnitLine<'a>>> = Vec::new();
+    let mut last = 0u32;
+    for l in unit_lines(file_chunk, false) {
+        let Some(n) = l.line else { continue };
+        if held.iter().any(|&(a, b)| a <= n && n <= b) || !keep(n) {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(run) if n == last + 1 => run.push(l),
+            _ => runs.push(vec![l]),
+        }
+        last = n;
+    }
+    // A run of blank lines alone says nothing.
+    runs.retain(|r| r.iter().any(|l| !l.text.trim().is_empty()));
+    runs
+}
+
 /// Whether an earlier block already shows all of a chunk's lines.
 pub(super) fn is_shown(shown: &[(&str, u32, u32)], c: &crate::model::Chunk) -> bool {
     shown
@@ -106,9 +137,11 @@ pub(super) fn line_range(lines: &[UnitLine<'_>]) -> Option<(u32, u32)> {
 /// - a part of a split code entity: every part of it, the retrieved part
 ///   first (the context lays them out in reading order);
 /// - a documentation section: its parts and every subsection under it;
-/// - a file chunk: the file's text, as its outermost chunks in line order;
+/// - a file chunk: the file's text, as its outermost chunks in line order
+///   (the file chunk itself holds the lines outside them);
 /// - a namespace block (whose chunk holds only its head): the file's text
-///   inside the block, likewise.
+///   inside the block, likewise, with the file chunk for its lines outside
+///   entities.
 ///
 /// Any other chunk is a unit by itself. Only chunks of the same file are
 /// ever added. The browser fetches the text of these chunks before it
@@ -124,6 +157,13 @@ pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
             e.kind == EntityKind::File || (o.start_line >= c.start_line && o.end_line <= c.end_line)
         };
         let mut ids = vec![chunk];
+        if e.kind == EntityKind::Namespace {
+            ids.extend(
+                e.file
+                    .and_then(|f| corpus.file_chunk(f))
+                    .filter(|&f| f != chunk),
+            );
+        }
         ids.extend(
             file_text_chunks(data, &c.path)
                 .into_iter()

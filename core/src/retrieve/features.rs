@@ -86,7 +86,7 @@ impl TextFeatures {
             let e = data.entities.get(c.entity as usize);
             let gloss = e.map_or("", |e| e.gloss.text.as_str());
             let documented = e.is_some_and(|e| e.doc_comment.is_some());
-            (c.code.as_str(), gloss, documented)
+            (c.searchable_code(), gloss, documented)
         }))
     }
 

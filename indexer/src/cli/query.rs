@@ -131,7 +131,7 @@ fn run_query(
                 let mut v = rc.to_json(&corpus, true);
                 if code {
                     let c = &data.chunks[rc.chunk as usize];
-                    v["code"] = serde_json::json!(c.code);
+                    v["code"] = serde_json::json!(c.searchable_code());
                     v["frame"] = serde_json::json!(c.frame);
                 }
                 v
@@ -207,7 +207,7 @@ fn run_query(
         }
         let gloss: String = e.gloss.text.chars().take(240).collect();
         out!("    gloss: {gloss}");
-        if code && !c.code.trim().is_empty() {
+        if code && !c.searchable_code().trim().is_empty() {
             for line in numbered_code(c, "      ").lines() {
                 out!("{line}");
             }

@@ -131,7 +131,7 @@ fn entity_code(data: &IndexData, id: u32) -> String {
     parts.sort_by_key(|c| c.part);
     parts
         .iter()
-        .map(|c| c.code.as_str())
+        .map(|c| c.searchable_code())
         .collect::<Vec<_>>()
         .join("\n")
 }

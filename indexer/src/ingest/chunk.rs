@@ -138,10 +138,99 @@ pub fn build_chunks(
             }
         }
     }
+    add_text_outside_entities(&mut chunks, data, texts);
     for (i, c) in chunks.iter_mut().enumerate() {
         c.id = i as u32;
     }
     Chunked { chunks, warnings }
+}
+
+/// Most bytes of a file's text outside its entities that its file chunk
+/// carries (the rest of a huge generated file is not worth shipping).
+const OUTSIDE_TEXT_BYTES: usize = 16 * 1024;
+
+/// Whether a chunk kind summarises instead of holding text.
+fn is_summary(kind: EntityKind) -> bool {
+    matches!(
+        kind,
+        EntityKind::File | EntityKind::Module | EntityKind::CallChain | EntityKind::Namespace
+    )
+}
+
+/// Give each file chunk the file's lines that no entity chunk holds (its
+/// head comment, includes, macros, global variables), each at its own line
+/// and every line an entity chunk holds left empty, so that a file's unit
+/// is its whole text. The file chunk's code is for the answer context
+/// only: keyword and vector search leave it out (it would repeat a file's
+/// includes in every file's vector and term counts), so retrieval is
+/// unchanged.
+fn add_text_outside_entities(chunks: &mut [Chunk], data: &IndexData, texts: &[&str]) {
+    let mut covered: HashMap<&str, Vec<(u32, u32)>> = HashMap::new();
+    for c in chunks.iter() {
+        if !is_summary(c.entity_type) && c.start_line > 0 {
+            covered
+                .entry(c.path.as_str())
+                .or_default()
+                .push((c.start_line, c.end_line));
+        }
+    }
+    let mut outside: Vec<(usize, String)> = Vec::new();
+    for (i, c) in chunks.iter().enumerate() {
+        if c.entity_type != EntityKind::File || c.start_line == 0 {
+            continue;
+        }
+        let Some(fid) = data.entities[c.entity as usize].file else {
+            continue;
+        };
+        let ranges = covered.get(c.path.as_str()).map_or(&[][..], Vec::as_slice);
+        let code = text_outside(
+            texts[fid as usize],
+            c.start_line,
+            ranges,
+            OUTSIDE_TEXT_BYTES,
+        );
+        outside.push((i, code));
+    }
+    for (i, code) in outside {
+        chunks[i].code = code;
+    }
+}
+
+/// The lines of `text` from line `start` on that lie in none of `ranges`
+/// (inclusive 1-based line ranges), each at its own line, the others
+/// empty; ends after the last such line that is not blank, or where the
+/// kept bytes would pass `cap`.
+fn text_outside(text: &str, start: u32, ranges: &[(u32, u32)], cap: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut held = vec![false; lines.len() + 1];
+    for &(a, b) in ranges {
+        let (a, b) = (a.max(1) as usize, (b as usize).min(lines.len()));
+        if a <= b {
+            held[a..=b].fill(true);
+        }
+    }
+    let mut out = String::new();
+    let mut kept = 0usize;
+    let mut end = 0usize;
+    let first = start.max(1) as usize;
+    for (k, line) in lines.iter().enumerate().skip(first - 1) {
+        if k + 1 > first {
+            out.push('\n');
+        }
+        if held[k + 1] {
+            continue;
+        }
+        kept += line.len();
+        if kept > cap {
+            break;
+        }
+        out.push_str(line);
+        if !line.trim().is_empty() {
+            end = out.len();
+        }
+    }
+    out.truncate(end);
+    out
 }
 
 fn template_chunk(data: &IndexData, e: &Entity) -> Chunk {
@@ -396,6 +485,20 @@ fn split_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_chunk_holds_the_lines_outside_its_entities_at_their_places() {
+        let text = "// head\n#include <a>\n\nint f() {\n  return 1;\n}\nint g = 0;\n\n";
+        // f is lines 4-6.
+        let code = text_outside(text, 1, &[(4, 6)], 1024);
+        assert_eq!(code, "// head\n#include <a>\n\n\n\n\nint g = 0;");
+        // Line numbers hold: line 7 is the seventh line of the code.
+        assert_eq!(code.lines().nth(6), Some("int g = 0;"));
+        // Every line held by an entity: nothing.
+        assert_eq!(text_outside(text, 1, &[(1, 9)], 1024), "");
+        // The byte cap ends the text at a line.
+        assert_eq!(text_outside(text, 1, &[(4, 6)], 10), "// head");
+    }
 
     fn parse(src: &str) -> RawEntity {
         let p = crate::ingest::cpp::parse_cpp(src, &crate::config::ParseConfig::default()).unwrap();
