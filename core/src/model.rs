@@ -250,6 +250,17 @@ impl EntityKind {
         )
     }
 
+    /// Kinds whose chunk summarises instead of holding the file's text at
+    /// its lines: files, modules, call chains and namespace blocks (a
+    /// namespace chunk holds only its head). Every other chunk's lines are
+    /// its entity's own; a file's text is those chunks in line order.
+    pub fn is_summary(self) -> bool {
+        matches!(
+            self,
+            EntityKind::File | EntityKind::Module | EntityKind::CallChain | EntityKind::Namespace
+        )
+    }
+
     /// The paper's entity level for this kind.
     pub fn level(self) -> EntityLevel {
         match self {

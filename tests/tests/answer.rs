@@ -321,6 +321,16 @@ fn rendered_answer_prompt_snapshot() {
 }
 
 /// A retrieval whose final context is exactly these chunks, in this order.
+/// The file chunk of a fixture file.
+fn file_chunk(path: &str) -> &'static codegloss_core::Chunk {
+    corpus()
+        .data
+        .chunks
+        .iter()
+        .find(|c| c.path == path && c.entity_type.as_str() == "file")
+        .unwrap_or_else(|| panic!("the file chunk of {path}"))
+}
+
 fn retrieval_of(chunks: &[u32]) -> codegloss_core::retrieve::Retrieval {
     let mut r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
     let template = r.chunks[0].clone();
@@ -491,12 +501,7 @@ fn context_shows_a_section_with_its_subsections_and_a_doc_file_whole() {
     );
     assert!(!ctx.text.contains(running.code.trim()));
     // The file chunk of a documentation file shows its text.
-    let file = corpus()
-        .data
-        .chunks
-        .iter()
-        .find(|c| c.path == "README.md" && c.entity_type.as_str() == "file")
-        .unwrap();
+    let file = file_chunk("README.md");
     let whole = build_context_estimated(
         corpus(),
         &retrieval_of(&[file.id, cuda.id]),
@@ -580,11 +585,7 @@ fn the_context_needs_only_the_text_of_its_context_chunks() {
                 })
         })
         .expect("a namespace block with code inside");
-    let file = data
-        .chunks
-        .iter()
-        .find(|c| c.path == namespace.path && c.entity_type.as_str() == "file")
-        .unwrap();
+    let file = file_chunk(&namespace.path);
     let question = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
     for r in [
         retrieval_of(&[namespace.id]),
@@ -616,11 +617,7 @@ fn the_context_needs_only_the_text_of_its_context_chunks() {
 #[test]
 fn a_file_unit_shows_the_lines_outside_its_entities() {
     let data = &corpus().data;
-    let file = data
-        .chunks
-        .iter()
-        .find(|c| c.path == "src/Picsim.h" && c.entity_type.as_str() == "file")
-        .expect("the file chunk of src/Picsim.h");
+    let file = file_chunk("src/Picsim.h");
     assert!(
         file.code.contains("#ifndef PICSIM_PICSIM_H"),
         "{:?}",

@@ -186,13 +186,7 @@ fn assert_outside_lines(c: &Chunk, file: &[&str], data: &IndexData) {
     let held = |n: u32| {
         data.chunks.iter().any(|o| {
             o.path == c.path
-                && !matches!(
-                    o.entity_type,
-                    EntityKind::File
-                        | EntityKind::Module
-                        | EntityKind::CallChain
-                        | EntityKind::Namespace
-                )
+                && !o.entity_type.is_summary()
                 && o.start_line > 0
                 && o.start_line <= n
                 && n <= o.end_line

@@ -318,28 +318,23 @@ fn ensure_wasm_target() -> Result<()> {
 /// Prints the free space under the checkout and its `target/` size, so a
 /// CI log shows how much room each stage had (a fresh clone once ran out).
 fn report_disk(stage: &str) {
-    let free = Command::new("df")
-        .args(["-Pk", "."])
-        .current_dir(root())
-        .output()
-        .ok()
-        .and_then(|o| {
-            let text = String::from_utf8_lossy(&o.stdout).into_owned();
-            let line = text.lines().nth(1)?.to_owned();
-            line.split_whitespace().nth(3)?.parse::<u64>().ok()
-        });
-    let used = Command::new("du")
-        .args(["-sk", "target"])
-        .current_dir(root())
-        .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .split_whitespace()
-                .next()?
-                .parse::<u64>()
-                .ok()
-        });
+    // One number of a command's output: field `field` of line `line`.
+    let number = |cmd: &str, args: &[&str], line: usize, field: usize| {
+        let o = Command::new(cmd)
+            .args(args)
+            .current_dir(root())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.lines()
+            .nth(line)?
+            .split_whitespace()
+            .nth(field)?
+            .parse::<u64>()
+            .ok()
+    };
+    let free = number("df", &["-Pk", "."], 1, 3);
+    let used = number("du", &["-sk", "target"], 0, 0);
     let gib = |k: Option<u64>| {
         k.map_or("?".to_owned(), |k| {
             format!("{:.1} GiB", k as f64 / 1048576.0)

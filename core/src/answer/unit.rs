@@ -35,16 +35,7 @@ pub(super) fn file_text_chunks<'a>(
     let mut parts: Vec<&crate::model::Chunk> = data
         .chunks
         .iter()
-        .filter(|c| {
-            c.path == path
-                && !matches!(
-                    data.entities[c.entity as usize].kind,
-                    EntityKind::File
-                        | EntityKind::Module
-                        | EntityKind::CallChain
-                        | EntityKind::Namespace
-                )
-        })
+        .filter(|c| c.path == path && !data.entities[c.entity as usize].kind.is_summary())
         .collect();
     parts.sort_by_key(|c| (c.start_line, std::cmp::Reverse(c.end_line)));
     let mut out = Vec::new();

@@ -149,14 +149,6 @@ pub fn build_chunks(
 /// carries (the rest of a huge generated file is not worth shipping).
 const OUTSIDE_TEXT_BYTES: usize = 16 * 1024;
 
-/// Whether a chunk kind summarises instead of holding text.
-fn is_summary(kind: EntityKind) -> bool {
-    matches!(
-        kind,
-        EntityKind::File | EntityKind::Module | EntityKind::CallChain | EntityKind::Namespace
-    )
-}
-
 /// Give each file chunk the file's lines that no entity chunk holds (its
 /// head comment, includes, macros, global variables), each at its own line
 /// and every line an entity chunk holds left empty, so that a file's unit
@@ -167,7 +159,7 @@ fn is_summary(kind: EntityKind) -> bool {
 fn add_text_outside_entities(chunks: &mut [Chunk], data: &IndexData, texts: &[&str]) {
     let mut covered: HashMap<&str, Vec<(u32, u32)>> = HashMap::new();
     for c in chunks.iter() {
-        if !is_summary(c.entity_type) && c.start_line > 0 {
+        if !c.entity_type.is_summary() && c.start_line > 0 {
             covered
                 .entry(c.path.as_str())
                 .or_default()
