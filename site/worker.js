@@ -145,7 +145,7 @@ async function open(indexUrl) {
 }
 
 function semanticUnavailable(info) {
-  if (!info.embedding || !info.vectors) return 'the index has no vectors';
+  if (!info.embedding || !(info.vectors || info.vector_directory)) return 'the index has no vectors';
   const roles = new Set(info.model_files.map((f) => f.role));
   if (!roles.has('model') || !roles.has('tokenizer')) return 'the site ships no query-embedding model';
   return null;
@@ -172,7 +172,9 @@ async function loadSemantic() {
       import(embedUrl).then(async (m) => { await m.default(); return m; }),
       modelFile(info, 'model'),
       modelFile(info, 'tokenizer'),
-      fetchBytes(new URL(info.vectors.name, indexBase).href, { immutable: true }),
+      // All vectors in one shard, or the partitions' directory (the
+      // partitions a question probes follow with its search).
+      fetchBytes(new URL((info.vectors || info.vector_directory).name, indexBase).href, { immutable: true }),
     ]);
     // Our own copy of the runtime, single-threaded (no cross-origin
     // isolation needed), never a CDN. Its 14 MB binary goes through the
@@ -184,7 +186,8 @@ async function loadSemantic() {
     ort.env.wasm.wasmBinary = await fetchBytes(binary, { immutable: true });
     const session = await ort.InferenceSession.create(model, { executionProviders: ['wasm'] });
     const encoder = new embedModule.QueryEncoder(tokenizer, engine.embeddingSpec());
-    engine.addVectors(vectors);
+    if (info.vectors) engine.addVectors(vectors);
+    else engine.addVectorDirectory(vectors);
     const preferred = ['last_hidden_state', 'token_embeddings', 'sentence_embedding'];
     const output = preferred.find((n) => session.outputNames.includes(n)) || session.outputNames[0];
     semantic = { ort, session, encoder, output };
@@ -220,20 +223,30 @@ function startSemantic() {
   return semanticLoad;
 }
 
-// Retrieve, fetching the keyword postings of the query's terms first when
-// they are not loaded yet; `ms` is the time of the final retrieval.
+// Retrieve, fetching the keyword postings of the query's terms and the
+// vectors of the partitions it probes first when they are not loaded yet;
+// `ms` is the time of the final retrieval.
 async function retrieveLoaded(query, vector) {
   for (let round = 0; round < 8; round++) {
     const t = performance.now();
     const r = JSON.parse(engine.search(query, undefined, vector));
     const ms = performance.now() - t;
     if (!r.need_postings) return { result: r, ms };
-    await Promise.all(r.need_postings.map(async (m) => {
-      const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
-      engine.addPostings(m.position, bytes);
-    }));
+    await Promise.all([
+      ...r.need_postings.map(async (m) => {
+        const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
+        engine.addPostings(m.position, bytes);
+      }),
+      // Listed in the vector directory, not the manifest: checked against
+      // the directory's size and hash.
+      ...r.need_partitions.map(async (m) => {
+        const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase() };
+        const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
+        engine.addPartition(m.partition, bytes);
+      }),
+    ]);
   }
-  throw new Error('the keyword postings did not settle');
+  throw new Error('the keyword postings and vector partitions did not settle');
 }
 
 // Cards whose text (gloss, code) is fetched with the results; the text of

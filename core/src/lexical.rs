@@ -269,15 +269,15 @@ pub struct LexicalIndex {
     wanted: Wanted,
 }
 
-/// The record of absent terms looked up: a lock only so that a corpus
+/// The record of absent terms (or vector partitions) looked up: a lock only so that a corpus
 /// stays `Sync` (the native side shares one between threads); core itself
 /// never spawns any. Not part of the index's value: clones start empty and
 /// every two records compare equal.
 #[derive(Debug, Default)]
-struct Wanted(std::sync::Mutex<std::collections::BTreeSet<usize>>);
+pub(crate) struct Wanted(std::sync::Mutex<std::collections::BTreeSet<usize>>);
 
 impl Wanted {
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<usize>> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<usize>> {
         // A poisoned record is still a set of term ids.
         self.0
             .lock()

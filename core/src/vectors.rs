@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::embed::{EmbeddingSpec, Quantization};
 use crate::error::CoreError;
 use crate::format::{decode_data_file, encode_data_file, DataKind, HEADER_LEN};
+use crate::ivf::{Ivf, DEFAULT_PARTITION_SIZE};
 
 /// An int8 vector: `value[i] ≈ scale * data[i]`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -92,7 +93,7 @@ fn squared_l2(a: &[f32], b: &[f32]) -> f32 {
 
 /// Squared L2 between an `f32` query and a stored int8 vector, without
 /// quantising the query.
-fn squared_l2_q(query: &[f32], qq: f32, v: &QVec) -> f32 {
+pub(crate) fn squared_l2_q(query: &[f32], qq: f32, v: &QVec) -> f32 {
     let qx: f32 = query
         .iter()
         .zip(&v.data)
@@ -156,6 +157,9 @@ pub struct VectorIndex {
     pub keys: Vec<[u8; 16]>,
     /// Points and graph.
     pub store: VectorStore,
+    /// The points' inverted-file partitions (the browser's unit of fetch,
+    /// and the search of `[retrieval] ivf_probe`).
+    pub ivf: Ivf,
     /// Per chunk id: position of its point in the store (rebuilt on load).
     #[serde(skip)]
     row_of_chunk: Vec<u32>,
@@ -163,7 +167,9 @@ pub struct VectorIndex {
 
 impl VectorIndex {
     /// Assemble an index from a built store, checking that it holds exactly
-    /// one vector of the right dimension per chunk.
+    /// one vector of the right dimension per chunk, and partition it into
+    /// partitions of about [`DEFAULT_PARTITION_SIZE`] vectors (seeded by
+    /// the HNSW seed).
     pub fn new(
         spec: EmbeddingSpec,
         quantization: Quantization,
@@ -177,10 +183,23 @@ impl VectorIndex {
             hnsw,
             keys,
             store,
+            ivf: Ivf::default(),
             row_of_chunk: Vec::new(),
         };
         v.check()?;
+        v.partition(DEFAULT_PARTITION_SIZE);
         Ok(v)
+    }
+
+    /// Partition the stored points again, into partitions of about `size`
+    /// vectors.
+    pub fn partition(&mut self, size: usize) {
+        let vectors = self.all_vectors();
+        self.ivf = Ivf::build(
+            &vectors,
+            Ivf::partitions_for(vectors.len(), size),
+            self.hnsw.seed,
+        );
     }
 
     fn check(&mut self) -> Result<(), CoreError> {
@@ -262,6 +281,9 @@ impl VectorIndex {
         let mut v: VectorIndex =
             decode_data_file(DataKind::Vectors.file_name(), DataKind::Vectors, bytes)?;
         v.check()?;
+        v.ivf
+            .check(v.len(), v.spec.dimension as usize)
+            .map_err(|e| e.in_file(DataKind::Vectors.file_name()))?;
         // The header and checksum are checked: the payload follows it.
         let bad = |message: String| CoreError::Inconsistent {
             file: DataKind::Vectors.file_name().into(),

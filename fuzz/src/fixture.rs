@@ -38,7 +38,11 @@ pub struct Fixture {
     pub web: WebManifest,
     /// `codegloss.json` as written.
     pub web_json: String,
-    /// Shard bytes by the name the web manifest gives them.
+    /// The web manifest of the same index ranked with `ivf_probe = 2`:
+    /// a vector directory and partition shards instead of one vectors shard.
+    pub web_ivf: WebManifest,
+    /// Shard bytes by the name a web manifest (or the vector directory)
+    /// gives them, of both layouts.
     pub shards: BTreeMap<String, Vec<u8>>,
     /// An answer context built from the corpus (for the answer checks).
     pub context: Context,
@@ -157,7 +161,18 @@ fn build_fixture() -> Fixture {
     let site = build_site_index(&manifest, &data, &lexical, corpus.vectors.as_ref())
         .expect("laying the fixture out for the web");
     let web_json = site.manifest.to_json();
-    let shards = site.files.into_iter().collect();
+    let mut shards: BTreeMap<String, Vec<u8>> = site.files.into_iter().collect();
+    let mut partitioned = manifest.clone();
+    partitioned.retrieval = Some(RetrievalSettings {
+        ivf_probe: 2,
+        ..cfg.retrieval.clone()
+    });
+    let mut vectors = VectorIndex::decode(&v.encode().expect("fixture vectors encode"))
+        .expect("fixture vectors decode");
+    vectors.partition(8);
+    let site_ivf = build_site_index(&partitioned, &data, &lexical, Some(&vectors))
+        .expect("laying the fixture out with partitions");
+    shards.extend(site_ivf.files);
     let question = "How are the halo cells of a field exchanged between ranks?";
     let r = retrieve(
         &corpus,
@@ -175,6 +190,7 @@ fn build_fixture() -> Fixture {
         files,
         corpus,
         web: site.manifest,
+        web_ivf: site_ivf.manifest,
         web_json,
         shards,
         context,

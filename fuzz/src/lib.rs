@@ -108,7 +108,12 @@ pub fn data_file(kind: DataKind, payload: &[u8]) -> Vec<u8> {
 /// A shard of `kind` around `payload`, header valid, deflated.
 pub fn shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
     let fx = fixture::get();
-    let (_, info) = fx.web.shards_of(kind).next().expect("fixture shard");
+    let (_, info) = fx
+        .web
+        .shards_of(kind)
+        .chain(fx.web_ivf.shards_of(kind))
+        .next()
+        .expect("fixture shard");
     let mut out = fx.shards[&info.name][..16].to_vec();
     debug_assert_eq!(out[..8], WEB_MAGIC);
     out.extend_from_slice(&miniz_oxide::deflate::compress_to_vec(payload, 1));
@@ -305,6 +310,11 @@ fn drive_web<'a>(
             let _ = index.add_vectors(bytes);
         }
     }
+    if let Some(d) = index.manifest.vector_directory().cloned() {
+        if let Some(bytes) = get(&d.name) {
+            let _ = index.add_vector_directory(bytes);
+        }
+    }
     let qv = fixture::query_vector();
     let shard_bytes = |index: &WebIndex, position: usize| {
         index
@@ -323,13 +333,20 @@ fn drive_web<'a>(
                 break;
             };
             let need = index.missing_postings();
-            if need.is_empty() {
+            let partitions = index.missing_partitions();
+            if need.is_empty() && partitions.is_empty() {
                 result = Some(r);
                 break;
             }
             for p in need {
                 if let Some(bytes) = shard_bytes(&index, p) {
                     let _ = index.add_postings(p, bytes);
+                }
+            }
+            for p in partitions {
+                let name = index.partition_shard(p).map(|s| s.name.clone());
+                if let Some(bytes) = name.as_deref().and_then(get) {
+                    let _ = index.add_partition(p, bytes);
                 }
             }
         }
@@ -387,6 +404,7 @@ pub fn web_shard(input: &[u8]) {
         ShardKind::Postings,
         ShardKind::Text,
         ShardKind::Vectors,
+        ShardKind::VectorDirectory,
     ];
     let kind = kinds[usize::from(sel & 0x7f) % kinds.len()];
     let (bytes, inflated) = if sel & 0x80 != 0 {
@@ -401,7 +419,11 @@ pub fn web_shard(input: &[u8]) {
         (shard(kind, payload), payload.len())
     };
     run(bytes.len().max(inflated), |fx| {
-        let mut manifest = fx.web.clone();
+        let mut manifest = if kind == ShardKind::VectorDirectory {
+            fx.web_ivf.clone()
+        } else {
+            fx.web.clone()
+        };
         let positions: Vec<usize> = manifest.shards_of(kind).map(|(i, _)| i).collect();
         let Some(&position) = positions.get(usize::from(*which) % positions.len().max(1)) else {
             return;

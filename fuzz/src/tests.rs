@@ -81,11 +81,17 @@ fn write_seeds() {
         ShardKind::Postings,
         ShardKind::Text,
         ShardKind::Vectors,
+        ShardKind::VectorDirectory,
     ]
     .into_iter()
     .enumerate()
     {
-        for (which, (_, info)) in fx.web.shards_of(kind).enumerate().take(2) {
+        let web = if kind == ShardKind::VectorDirectory {
+            &fx.web_ivf
+        } else {
+            &fx.web
+        };
+        for (which, (_, info)) in web.shards_of(kind).enumerate().take(2) {
             let bytes = &fx.shards[&info.name];
             let inflated =
                 miniz_oxide::inflate::decompress_to_vec(&bytes[16..]).expect("fixture shard");

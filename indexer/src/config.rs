@@ -315,6 +315,10 @@ pub struct EmbeddingConfig {
     pub hnsw_ef_search: usize,
     /// Random queries on which HNSW recall against exact search is measured.
     pub recall_queries: usize,
+    /// Vectors per inverted-file partition (k-means over the vectors): the
+    /// unit a browser fetches for semantic search under `[retrieval]
+    /// ivf_probe`.
+    pub ivf_partition_size: usize,
 }
 
 /// Id of the default embedding model.
@@ -341,6 +345,7 @@ impl Default for EmbeddingConfig {
             hnsw_ef_construction: 100,
             hnsw_ef_search: 100,
             recall_queries: 200,
+            ivf_partition_size: codegloss_core::ivf::DEFAULT_PARTITION_SIZE,
         }
     }
 }

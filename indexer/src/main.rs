@@ -41,6 +41,10 @@ enum Command {
     Search(cli::search::SearchArgs),
     /// Show what an index holds about a symbol or a file.
     Inspect(cli::inspect::InspectArgs),
+    /// Measure semantic search over the vectors' partitions: recall@k
+    /// against exact search and the bytes a question fetches, per number of
+    /// probed partitions (how `[retrieval] ivf_probe` is chosen).
+    Partitions(cli::partitions::PartitionsArgs),
 }
 
 fn main() {
@@ -57,6 +61,7 @@ fn main() {
         Command::Eval(args) => cli::eval::run(args),
         Command::Search(args) => cli::search::run(args),
         Command::Inspect(args) => cli::inspect::run(args),
+        Command::Partitions(args) => cli::partitions::run(args),
     };
     if let Err(e) = result {
         note!("error: {e:#}");

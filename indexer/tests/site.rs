@@ -67,9 +67,10 @@ struct Site {
 }
 
 /// The `[retrieval]` the fixture site is indexed with: none of these is a
-/// default, so a side that ranked with the defaults would differ.
-const NON_DEFAULT_RETRIEVAL: &str =
-    "[retrieval]\nk = 10\nfusion = \"rrf\"\nsupplementary_k = 4\nprimary_same_file_cap = 2\n";
+/// default, so a side that ranked with the defaults would differ. Semantic
+/// search probes 2 vector partitions of about 16 vectors, so the browser
+/// fetches a directory and the probed partitions, not every vector.
+const NON_DEFAULT_RETRIEVAL: &str = "[retrieval]\nk = 10\nfusion = \"rrf\"\nsupplementary_k = 4\nprimary_same_file_cap = 2\nivf_probe = 2\n[embedding]\nivf_partition_size = 16\n";
 
 /// The one origin besides this computer the fixture site's policy allows
 /// answers from.
@@ -426,6 +427,15 @@ fn retrieval_settings_travel_with_the_index_and_the_site() {
     )
     .unwrap();
     assert_eq!(web["retrieval"], manifest["retrieval"]);
+    // Partitioned vectors: a directory in the manifest, no single shard.
+    let kinds: Vec<&str> = web["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"vector_directory"), "{kinds:?}");
+    assert!(!kinds.contains(&"vectors"), "{kinds:?}");
     let tmp = tempfile::tempdir().unwrap();
     let defaults = tmp.path().join("defaults.toml");
     std::fs::write(&defaults, "[retrieval]\n").unwrap();

@@ -17,8 +17,9 @@ const out = { site };
 const browser = await launch();
 
 // Files fetched only for semantic search (model, runtime, query encoder,
-// vectors): the widget starts them right after its first results.
-const SEMANTIC_ONLY = /^(index\/model\/|codegloss\/ort\/|codegloss\/embed\/|index\/shards\/vectors-)/;
+// vectors: one shard, or the directory and the probed partitions): the
+// widget starts them right after its first results.
+const SEMANTIC_ONLY = /^(index\/model\/|codegloss\/ort\/|codegloss\/embed\/|index\/shards\/(vectors|vectordir|partition)-)/;
 // Text shards: the worker posts results first and fetches their text after.
 const TEXT = /^index\/shards\/text-/;
 
@@ -115,10 +116,11 @@ try {
     await search(q);
     await settle();
     later.push(net2.bytes - before);
-    // Where the bytes went: postings and text shards, by count and bytes.
-    const row = { bytes: net2.bytes - before, postings: [0, 0], text: [0, 0], other: [0, 0] };
+    // Where the bytes went: postings, text and vector partition shards, by
+    // count and bytes.
+    const row = { bytes: net2.bytes - before, postings: [0, 0], text: [0, 0], partitions: [0, 0], other: [0, 0] };
     for (const r of net2.requests.slice(seen)) {
-      const kind = /shards\/postings-/.test(r.url) ? 'postings' : TEXT.test(r.url) ? 'text' : 'other';
+      const kind = /shards\/postings-/.test(r.url) ? 'postings' : TEXT.test(r.url) ? 'text' : /shards\/partition-/.test(r.url) ? 'partitions' : 'other';
       row[kind][0] += 1;
       row[kind][1] += r.bytes;
     }

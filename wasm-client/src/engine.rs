@@ -85,6 +85,7 @@ impl Engine {
             })),
             "model_files": m.model_files,
             "vectors": m.vectors_shard(),
+            "vector_directory": m.vector_directory(),
             "text_shards": m.shards_of(ShardKind::Text).count(),
             "has_vectors": self.index.has_vectors(),
         })
@@ -98,6 +99,24 @@ impl Engine {
         self.index
             .add_vectors(bytes)
             .map_err(|e| js_error("vectors", e))
+    }
+
+    /// Add the vector directory's bytes (a site ranked with `ivf_probe >
+    /// 0`): later searches probe its partitions and name those to fetch in
+    /// `need_partitions`.
+    #[wasm_bindgen(js_name = addVectorDirectory)]
+    pub fn add_vector_directory(&mut self, bytes: &[u8]) -> Result<(), JsError> {
+        self.index
+            .add_vector_directory(bytes)
+            .map_err(|e| js_error("vector directory", e))
+    }
+
+    /// Add a partition shard's bytes (`partition` from `need_partitions`).
+    #[wasm_bindgen(js_name = addPartition)]
+    pub fn add_partition(&mut self, partition: usize, bytes: &[u8]) -> Result<(), JsError> {
+        self.index
+            .add_partition(partition, bytes)
+            .map_err(|e| js_error("vector partition", e))
     }
 
     /// The index's embedding spec as JSON (for `QueryEncoder`), when it
@@ -125,9 +144,12 @@ impl Engine {
 
     /// Retrieve for a question. `query_vector` is the embedded
     /// [`Engine::query_text`] (omit it for keyword and structure only).
-    /// Returns JSON `{need_postings: [{position, name, bytes}]}` when the
-    /// keyword postings of some query terms must be fetched first (hand
-    /// them to [`Engine::add_postings`] and search again), else `{chunks:
+    /// Returns JSON `{need_postings: [{position, name, bytes}],
+    /// need_partitions: [{partition, name, bytes, sha256}]}` when the keyword
+    /// postings of some query terms or the vectors of some probed
+    /// partitions must be fetched first (hand them to
+    /// [`Engine::add_postings`] and [`Engine::add_partition`] and search
+    /// again), else `{chunks:
     /// [...], files, missing: [{position, name, bytes}]}`: `missing` lists
     /// the text shards to fetch and hand to [`Engine::add_text`] before
     /// [`Engine::cards`] and [`Engine::prompt`] show their text.
@@ -147,8 +169,20 @@ impl Engine {
         // Keyword postings load per query: when this retrieval looked up
         // terms whose lists are not here yet, its result is not final.
         let need = self.index.missing_postings();
-        if !need.is_empty() {
-            return Ok(json!({ "need_postings": self.shard_refs(need) }).to_string());
+        let partitions = self.index.missing_partitions();
+        if !need.is_empty() || !partitions.is_empty() {
+            let partitions: Vec<Value> = partitions
+                .into_iter()
+                .filter_map(|p| {
+                    let s = self.index.partition_shard(p)?;
+                    Some(json!({"partition": p, "name": s.name, "bytes": s.bytes, "sha256": s.sha256}))
+                })
+                .collect();
+            return Ok(json!({
+                "need_postings": self.shard_refs(need),
+                "need_partitions": partitions,
+            })
+            .to_string());
         }
         let corpus = &self.index.corpus;
         let chunks: Vec<Value> = r

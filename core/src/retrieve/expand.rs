@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::dense::Dense;
 use super::{is_callable_chunk, is_noise, pool::BM25_MAX_FLOOR};
 use super::{
     Corpus, Expansion, ExpansionMode, RetrievalSettings, RetrievedChunk, Role, ScoreParts,
@@ -192,7 +193,7 @@ pub(super) fn structural(
 pub(super) fn supplementary(
     corpus: &Corpus,
     chosen: &[RetrievedChunk],
-    query_vector: Option<&[f32]>,
+    dense: &Dense<'_>,
     bm25: &[f32],
     st: &RetrievalSettings,
     keep_noise: bool,
@@ -237,8 +238,8 @@ pub(super) fn supplementary(
         if !is_callable_chunk(corpus, c) || (!keep_noise && is_noise(c)) {
             continue;
         }
-        let d = corpus
-            .distance(query_vector, c.id)
+        let d = dense
+            .distance(c.id)
             .unwrap_or(SUPPLEMENTARY_DEFAULT_DISTANCE);
         let s = 1.0 / (1.0 + d) + SUPPLEMENTARY_BM25_WEIGHT * bm25[c.id as usize] / bm_max;
         scored.push((s, c.id, from));

@@ -19,6 +19,7 @@
 
 pub mod baseline;
 pub mod corpus;
+mod dense;
 mod expand;
 pub mod features;
 mod filter;
@@ -38,6 +39,7 @@ pub use signals::QuerySignals;
 
 use crate::error::CoreError;
 use crate::model::{Chunk, Scope, SourceType};
+use dense::Dense;
 
 /// Where a candidate came from (Table 3, plus BM25).
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -223,20 +225,15 @@ pub fn retrieve(
         signals.expand_acronyms(question, corpus);
     }
     let route = route(question, &signals);
-    let feedback = pool::dense_feedback(corpus, query_vector, settings)?;
-    let query_vector = feedback.as_deref().or(query_vector);
+    let feedback = pool::dense_feedback(&Dense::new(corpus, query_vector, settings)?, settings)?;
+    let dense = match feedback.as_deref() {
+        Some(moved) => Dense::new(corpus, Some(moved), settings)?,
+        None => Dense::new(corpus, query_vector, settings)?,
+    };
 
-    let (mut pool, bm25) = pool::gather(corpus, &signals, &route, query_vector, settings)?;
+    let (mut pool, bm25) = pool::gather(corpus, &signals, &route, &dense, settings)?;
     let candidates = pool.len();
-    rerank::rerank(
-        corpus,
-        &mut pool,
-        &signals,
-        &route,
-        query_vector,
-        &bm25,
-        settings,
-    );
+    rerank::rerank(corpus, &mut pool, &signals, &route, &dense, &bm25, settings);
 
     let mut dropped: Vec<(u32, String)> = Vec::new();
     let keep_noise = filter::keeps_noise(&signals, settings);
@@ -248,14 +245,8 @@ pub fn retrieve(
     let budget = expand::budget(route.mode, settings);
     let expansions = expand::structural(corpus, &chosen, route.mode, budget, keep_noise);
     chosen.extend(expansions);
-    let supplementary = expand::supplementary(
-        corpus,
-        &chosen,
-        query_vector,
-        &bm25.scores,
-        settings,
-        keep_noise,
-    );
+    let supplementary =
+        expand::supplementary(corpus, &chosen, &dense, &bm25.scores, settings, keep_noise);
     chosen.extend(supplementary);
     let chunks = filter::final_filter(corpus, chosen, &mut dropped);
 

@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::dense::Dense;
 use super::{is_callable_chunk, is_noise, Corpus, Route, ScoreParts, Source};
 use super::{QuerySignals, RetrievalSettings};
 use crate::error::CoreError;
@@ -115,7 +116,7 @@ pub(super) fn gather(
     corpus: &Corpus,
     signals: &QuerySignals,
     route: &Route,
-    query_vector: Option<&[f32]>,
+    dense: &Dense<'_>,
     settings: &RetrievalSettings,
 ) -> Result<(Vec<Candidate>, Bm25), CoreError> {
     let mut pool = Pool {
@@ -125,16 +126,16 @@ pub(super) fn gather(
     };
     named_files(&mut pool, corpus, signals);
     if route.intent == Intent::Comparison {
-        comparison_sides(&mut pool, corpus, signals, query_vector);
+        comparison_sides(&mut pool, corpus, signals, dense);
     } else {
-        exact_symbols(&mut pool, corpus, signals, query_vector, settings);
+        exact_symbols(&mut pool, corpus, signals, dense, settings);
         for &f in signals.subject_files.iter().take(SUBJECT_FILE_INJECTIONS) {
             if let Some(c) = corpus.file_chunk(f) {
                 pool.add(c, Source::SubjectFile);
             }
         }
     }
-    api_call_sites(&mut pool, corpus, signals, route, query_vector);
+    api_call_sites(&mut pool, corpus, signals, route, dense);
     for &m in signals.modules.iter().take(MODULE_INJECTIONS) {
         if let Some(c) = corpus.first_chunk(m) {
             pool.add(c, Source::ModuleName);
@@ -142,12 +143,7 @@ pub(super) fn gather(
     }
 
     // Dense and keyword candidates.
-    let mut dense: Vec<(u32, f32)> = Vec::new();
-    if let (Some(v), Some(q)) = (&corpus.vectors, query_vector) {
-        for h in v.search(q, settings.candidate_k, settings.exact_search_below)? {
-            dense.push((h.chunk, h.distance));
-        }
-    }
+    let nearest = dense.search(settings.candidate_k)?;
     let scores = corpus.lexical.scores(&signals.tokens);
     let mut bm25: Vec<(u32, f32)> = scores
         .iter()
@@ -170,11 +166,11 @@ pub(super) fn gather(
         corpus,
         signals,
         route,
-        query_vector,
+        dense,
         &bm25_scores,
         settings,
     );
-    for (rank, &(c, _)) in dense.iter().enumerate() {
+    for (rank, &(c, _)) in nearest.iter().enumerate() {
         if let Some(i) = pool.add(c, Source::Semantic) {
             pool.candidates[i].dense_rank = Some(rank);
         }
@@ -209,7 +205,7 @@ fn exact_symbols(
     pool: &mut Pool,
     corpus: &Corpus,
     signals: &QuerySignals,
-    query_vector: Option<&[f32]>,
+    dense: &Dense<'_>,
     settings: &RetrievalSettings,
 ) {
     let data = &corpus.data;
@@ -248,9 +244,7 @@ fn exact_symbols(
             let rank = i32::from(context) * SYMBOL_CONTEXT_RANK
                 + definition * SYMBOL_DEFINITION_RANK
                 - i32::from(is_noise(ch)) * SYMBOL_NOISE_RANK;
-            let d = corpus
-                .distance(query_vector, c)
-                .unwrap_or(INJECTION_DEFAULT_DISTANCE);
+            let d = dense.distance(c).unwrap_or(INJECTION_DEFAULT_DISTANCE);
             found.push((-rank, d, c));
         }
     }
@@ -261,12 +255,7 @@ fn exact_symbols(
 }
 
 /// Balanced comparison anchors: the best chunk for each side.
-fn comparison_sides(
-    pool: &mut Pool,
-    corpus: &Corpus,
-    signals: &QuerySignals,
-    query_vector: Option<&[f32]>,
-) {
+fn comparison_sides(pool: &mut Pool, corpus: &Corpus, signals: &QuerySignals, dense: &Dense<'_>) {
     let data = &corpus.data;
     for subject in &signals.comparison_subjects {
         let s_lower = subject.to_lowercase();
@@ -285,9 +274,7 @@ fn comparison_sides(
             } else {
                 COMPARISON_NON_RECORD_DISTANCE
             };
-            let d = corpus
-                .distance(query_vector, c.id)
-                .unwrap_or(INJECTION_DEFAULT_DISTANCE)
+            let d = dense.distance(c.id).unwrap_or(INJECTION_DEFAULT_DISTANCE)
                 + prefer
                 + if is_noise(c) { NOISE_DISTANCE } else { 0.0 };
             if best.is_none_or(|(bd, _)| d < bd) {
@@ -306,7 +293,7 @@ fn api_call_sites(
     corpus: &Corpus,
     signals: &QuerySignals,
     route: &Route,
-    query_vector: Option<&[f32]>,
+    dense: &Dense<'_>,
 ) {
     if !matches!(
         route.intent,
@@ -325,9 +312,7 @@ fn api_call_sites(
             .iter()
             .any(|t| t.contains("::") && corpus.features.code_contains(c.id, t, true))
         {
-            let d = corpus
-                .distance(query_vector, c.id)
-                .unwrap_or(INJECTION_DEFAULT_DISTANCE)
+            let d = dense.distance(c.id).unwrap_or(INJECTION_DEFAULT_DISTANCE)
                 + if is_noise(c) && !signals.test_intent {
                     NOISE_DISTANCE
                 } else {
@@ -348,7 +333,7 @@ fn target_aligned(
     corpus: &Corpus,
     signals: &QuerySignals,
     route: &Route,
-    query_vector: Option<&[f32]>,
+    dense: &Dense<'_>,
     bm25: &Bm25,
     settings: &RetrievalSettings,
 ) {
@@ -367,8 +352,8 @@ fn target_aligned(
                 || signals.build_intent
         })
         .map(|c| {
-            let d = corpus
-                .distance(query_vector, c.id)
+            let d = dense
+                .distance(c.id)
                 .unwrap_or(TARGET_ALIGNED_DEFAULT_DISTANCE);
             let b = bm25.scores[c.id as usize] / bm25.max;
             (d - TARGET_ALIGNED_BM25_WEIGHT * b, c.id)
@@ -385,25 +370,27 @@ fn target_aligned(
 /// vector from the same shards), renormalised. None when off or without
 /// vectors.
 pub(super) fn dense_feedback(
-    corpus: &Corpus,
-    query: Option<&[f32]>,
+    dense: &Dense<'_>,
     settings: &RetrievalSettings,
 ) -> Result<Option<Vec<f32>>, CoreError> {
-    let (Some(v), Some(q)) = (&corpus.vectors, query) else {
+    let Some(q) = dense.vector() else {
         return Ok(None);
     };
     if settings.dense_feedback_docs == 0 {
         return Ok(None);
     }
-    let hits = v.search(q, settings.dense_feedback_docs, settings.exact_search_below)?;
-    let docs: Vec<Vec<f32>> = hits.iter().filter_map(|h| v.vector(h.chunk)).collect();
+    let docs: Vec<&[f32]> = dense
+        .search(settings.dense_feedback_docs)?
+        .into_iter()
+        .filter_map(|(c, _)| dense.stored(c))
+        .collect();
     if docs.is_empty() {
         return Ok(None);
     }
     let w = settings.dense_feedback_weight / docs.len() as f32;
     let mut out = q.to_vec();
     for d in &docs {
-        for (o, x) in out.iter_mut().zip(d) {
+        for (o, x) in out.iter_mut().zip(d.iter()) {
             *o += w * x;
         }
     }

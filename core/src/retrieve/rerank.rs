@@ -9,6 +9,7 @@
 
 use std::collections::BTreeSet;
 
+use super::dense::Dense;
 use super::pool::{Bm25, Candidate};
 use super::signals::name_parts;
 use super::{Corpus, Fusion, QuerySignals, RetrievalSettings, Route, ScoreParts, Source};
@@ -102,13 +103,13 @@ pub(super) fn rerank(
     pool: &mut [Candidate],
     signals: &QuerySignals,
     route: &Route,
-    query_vector: Option<&[f32]>,
+    dense: &Dense<'_>,
     bm25: &Bm25,
     settings: &RetrievalSettings,
 ) {
     for cand in pool.iter_mut() {
         let c = &corpus.data.chunks[cand.chunk as usize];
-        let distance = corpus.distance(query_vector, cand.chunk);
+        let distance = dense.distance(cand.chunk);
         let bm = bm25.scores[cand.chunk as usize];
         let semantic = match settings.fusion {
             Fusion::Score => distance.map_or(0.0, |d| 1.0 / (1.0 + d.max(0.0))),

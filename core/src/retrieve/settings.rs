@@ -82,6 +82,12 @@ pub struct RetrievalSettings {
     /// spells out ("cloud-in-cell" → `CIC`), when the index spells them
     /// out too.
     pub expand_acronyms: bool,
+    /// Semantic search over the vectors' inverted-file partitions: the
+    /// question's this many nearest partitions give the dense candidates,
+    /// and a chunk elsewhere gets an estimated distance (see
+    /// [`crate::ivf`]); the browser then fetches only those partitions.
+    /// 0: exact or HNSW search over every vector.
+    pub ivf_probe: usize,
 }
 
 impl Default for RetrievalSettings {
@@ -113,6 +119,7 @@ impl Default for RetrievalSettings {
             dense_feedback_docs: 0,
             dense_feedback_weight: 0.5,
             expand_acronyms: true,
+            ivf_probe: 0,
         }
     }
 }

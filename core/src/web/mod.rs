@@ -10,7 +10,9 @@
 //!   cache them forever;
 //! - one *search* shard (metadata, BM25 postings, graph and the text
 //!   features retrieval ranks from, but no code or gloss text), loaded
-//!   first; one *vectors* shard, loaded with semantic search; and *text*
+//!   first; one *vectors* shard, loaded with semantic search, or under
+//!   `[retrieval] ivf_probe` a vector *directory* loaded with semantic
+//!   search and the *partitions* a question probes (`vectors.rs`); and *text*
 //!   shards (code and glosses of a run of chunks, 64 KiB before compression),
 //!   fetched only for the chunks shown or sent to the model.
 //!
@@ -36,15 +38,19 @@ use crate::vectors::VectorIndex;
 mod columns;
 mod shard;
 mod tables;
+mod vectors;
 pub use shard::open_shard;
 use shard::{decode_shard, encode_shard, shard, wrap_shard};
 pub use tables::Tables;
+pub use vectors::{PartitionShard, Points, VectorDirectory};
 
 /// Magic number at the start of every shard.
 pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// Version of the web layout; bumped on any incompatible change (4: text
-/// shards carry each chunk's [`crate::model::CodeFrame`]).
-pub const WEB_FORMAT_VERSION: u32 = 4;
+/// shards carry each chunk's [`crate::model::CodeFrame`]; 5: vectors carry
+/// their partitions, and a site ranked with `ivf_probe > 0` ships them as
+/// a directory and partition shards).
+pub const WEB_FORMAT_VERSION: u32 = 5;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard: about 8–16 KiB compressed, so a query
@@ -68,6 +74,12 @@ pub enum ShardKind {
     Text,
     /// [`PostingsShard`].
     Postings,
+    /// [`VectorDirectory`]: the vectors' partitions, listed in place of
+    /// one vectors shard when the site ranks with `ivf_probe > 0`.
+    VectorDirectory,
+    /// [`PartitionShard`]: one partition's vectors, listed in the
+    /// directory (not the manifest).
+    Partition,
 }
 
 impl ShardKind {
@@ -77,6 +89,8 @@ impl ShardKind {
             ShardKind::Vectors => 2,
             ShardKind::Text => 3,
             ShardKind::Postings => 4,
+            ShardKind::VectorDirectory => 5,
+            ShardKind::Partition => 6,
         }
     }
 
@@ -87,8 +101,20 @@ impl ShardKind {
             ShardKind::Vectors => "vectors",
             ShardKind::Text => "text",
             ShardKind::Postings => "postings",
+            ShardKind::VectorDirectory => "vectordir",
+            ShardKind::Partition => "partition",
         }
     }
+
+    /// Every kind.
+    pub const ALL: [ShardKind; 6] = [
+        ShardKind::Search,
+        ShardKind::Postings,
+        ShardKind::Vectors,
+        ShardKind::VectorDirectory,
+        ShardKind::Partition,
+        ShardKind::Text,
+    ];
 }
 
 /// One shard as the manifest lists it.
@@ -191,9 +217,16 @@ impl WebManifest {
             })
     }
 
-    /// The vectors shard, when the index has vectors.
+    /// The vectors shard, when the index has vectors in one shard.
     pub fn vectors_shard(&self) -> Option<&ShardInfo> {
         self.shards_of(ShardKind::Vectors).map(|(_, s)| s).next()
+    }
+
+    /// The vector directory, when the index has partitioned vectors.
+    pub fn vector_directory(&self) -> Option<&ShardInfo> {
+        self.shards_of(ShardKind::VectorDirectory)
+            .map(|(_, s)| s)
+            .next()
     }
 
     /// Total bytes of the shards of one kind.
@@ -441,12 +474,20 @@ pub fn build_site_index(
         encode_shard(ShardKind::Search, &search)?,
         None,
     )];
-    if let Some(v) = vectors {
-        shards.push(shard(
+    let partitioned = manifest.retrieval.as_ref().is_some_and(|r| r.ivf_probe > 0);
+    let mut partitions = Vec::new();
+    match vectors {
+        Some(v) if partitioned => {
+            let (directory, parts) = vectors::partitioned(v)?;
+            shards.push(directory);
+            partitions = parts;
+        }
+        Some(v) => shards.push(shard(
             ShardKind::Vectors,
             wrap_shard(ShardKind::Vectors, &v.encode()?),
             None,
-        ));
+        )),
+        None => {}
     }
     // Postings shards: consecutive term runs of about POSTINGS_PER_SHARD.
     let mut first = 0usize;
@@ -515,7 +556,12 @@ pub fn build_site_index(
     )[..16]
         .to_string();
     let (infos, bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = shards.into_iter().unzip();
-    let files = infos.iter().map(|s| s.name.clone()).zip(bytes).collect();
+    let files = infos
+        .iter()
+        .map(|s| s.name.clone())
+        .zip(bytes)
+        .chain(partitions)
+        .collect();
     Ok(SiteIndex {
         manifest: WebManifest {
             format: WebManifest::FORMAT_NAME.into(),
@@ -541,6 +587,8 @@ pub struct WebIndex {
     /// The corpus; chunk text is present only for loaded text shards.
     pub corpus: Corpus,
     loaded: BTreeSet<usize>,
+    /// The partition shards, once the vector directory is loaded.
+    partitions: Vec<ShardInfo>,
 }
 
 impl WebIndex {
@@ -579,6 +627,7 @@ impl WebIndex {
             manifest,
             corpus: Corpus::with_features(data, None, lexical, t.features),
             loaded: BTreeSet::new(),
+            partitions: Vec::new(),
         })
     }
 
@@ -603,6 +652,8 @@ impl WebIndex {
             });
         }
         self.corpus.chunk_vectors = v.all_vectors();
+        self.corpus.partitions_loaded = vec![true; v.ivf.len()];
+        self.corpus.ivf = Some(v.ivf.clone());
         self.corpus.vectors = Some(v);
         Ok(())
     }
@@ -674,9 +725,9 @@ impl WebIndex {
         Ok(())
     }
 
-    /// Whether vectors are loaded.
+    /// Whether vectors are loaded (all of them, or their directory).
     pub fn has_vectors(&self) -> bool {
-        self.corpus.vectors.is_some()
+        self.corpus.vectors.is_some() || self.corpus.ivf.is_some()
     }
 
     /// Positions (in the manifest's shard list) of the text shards still

@@ -11,6 +11,7 @@ pub(crate) mod explain_plan;
 pub(crate) mod index;
 pub(crate) mod inspect;
 pub(crate) mod output;
+pub(crate) mod partitions;
 pub(crate) mod query;
 pub(crate) mod search;
 pub(crate) mod site;

@@ -188,10 +188,13 @@ pub fn build_vectors(
         ..HnswParams::default()
     };
     let store = build_store(&vectors, cfg.quantization, &params)?;
-    let index = VectorIndex::new(spec.clone(), cfg.quantization, params.clone(), keys, store)
+    let mut index = VectorIndex::new(spec.clone(), cfg.quantization, params.clone(), keys, store)
         .map_err(|e| IndexError::Embed {
-            message: format!("vector index: {e}"),
-        })?;
+        message: format!("vector index: {e}"),
+    })?;
+    if cfg.ivf_partition_size != codegloss_core::ivf::DEFAULT_PARTITION_SIZE {
+        index.partition(cfg.ivf_partition_size);
+    }
     let queries: Vec<Vec<f32>> = sample_positions(vectors.len(), cfg.recall_queries, params.seed)
         .into_iter()
         .map(|i| vectors[i].clone())

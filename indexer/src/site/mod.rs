@@ -184,7 +184,7 @@ fn is_shard_name(name: &str) -> bool {
     let Some((kind, hash)) = stem.rsplit_once('-') else {
         return false;
     };
-    ["search", "vectors", "text", "postings"].contains(&kind)
+    ShardKind::ALL.iter().any(|k| k.as_str() == kind)
         && hash.len() == 64
         && hash.bytes().all(|b| b.is_ascii_hexdigit())
 }
@@ -330,13 +330,7 @@ pub fn write_site(
 /// One line per shard kind: count and bytes.
 pub fn describe(report: &SiteReport) -> String {
     let m = &report.manifest;
-    let kinds = [
-        ShardKind::Search,
-        ShardKind::Postings,
-        ShardKind::Vectors,
-        ShardKind::Text,
-    ];
-    let parts: Vec<String> = kinds
+    let parts: Vec<String> = ShardKind::ALL
         .iter()
         .filter_map(|&k| {
             let n = m.shards_of(k).count();
