@@ -24,10 +24,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::CoreError;
 use crate::vectors::QVec;
 
-/// Vectors per partition the indexer aims at: about 50 KB of int8 vectors
-/// per partition shard before compression, so a probe of a few partitions
-/// stays far below the per-query byte budget of semantic search.
-pub const DEFAULT_PARTITION_SIZE: usize = 128;
+/// Vectors per partition the indexer aims at: about 25 KB of int8 vectors
+/// per partition shard. Measured with `codegloss partitions` on two
+/// codebases of 8.6k and 44k chunks, finer partitions reach a given recall
+/// with fewer bytes (64 against 128: recall@10 0.955 against 0.953 at
+/// 411 against 609 KiB per question on the smaller one), while the
+/// directory grows with the number of centroids (63 KiB there).
+pub const DEFAULT_PARTITION_SIZE: usize = 64;
 /// Lloyd iterations of the k-means.
 const ITERATIONS: usize = 12;
 /// Step of the stored squared residual: `|x - c|² ≈ STEP * byte`; unit
