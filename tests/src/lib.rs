@@ -38,6 +38,33 @@ pub fn default_embedder() -> codegloss_indexer::embed::Embedder {
         .unwrap_or_else(|e| panic!("the embedding tests need the default models: {e}"))
 }
 
+/// The fixture repository indexed with the default configuration and
+/// embedded by the default model: its tables, its vector index and the
+/// embedder (for the questions).
+pub fn embedded_fixture() -> (
+    codegloss_core::IndexData,
+    codegloss_indexer::embed::vectorize::VectorOutput,
+    codegloss_indexer::embed::Embedder,
+) {
+    let cfg = codegloss_indexer::Config::default();
+    let out = codegloss_indexer::ingest::build::build_index(
+        &fixture_repo(),
+        &cfg,
+        &indicatif::ProgressBar::hidden(),
+    )
+    .expect("indexes the fixture");
+    let mut embedder = default_embedder();
+    let v = codegloss_indexer::embed::vectorize::build_vectors(
+        &out.data,
+        &mut embedder,
+        &cfg.embedding,
+        None,
+        &indicatif::ProgressBar::hidden(),
+    )
+    .expect("embeds the fixture");
+    (out.data, v, embedder)
+}
+
 /// Copy a directory tree (the fixture) into `dst`.
 pub fn copy_tree(src: &std::path::Path, dst: &std::path::Path) {
     std::fs::create_dir_all(dst).expect("create dir");

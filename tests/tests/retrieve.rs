@@ -12,10 +12,9 @@ use codegloss_core::retrieve::{
     retrieve, Corpus, EntityTarget, Retrieval, RetrievalSettings, Role, Source,
 };
 use codegloss_core::{Scope, SourceType};
-use codegloss_indexer::embed::vectorize::build_vectors;
 use codegloss_indexer::embed::Embedder;
 use codegloss_indexer::{ingest::build, Config};
-use codegloss_tests::{default_embedder, fixture_repo};
+use codegloss_tests::embedded_fixture;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
@@ -27,20 +26,10 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let cfg = Config::default();
-        let out = build::build_index(&fixture_repo(), &cfg, &ProgressBar::hidden()).unwrap();
-        let mut embedder = default_embedder();
-        let v = build_vectors(
-            &out.data,
-            &mut embedder,
-            &cfg.embedding,
-            None,
-            &ProgressBar::hidden(),
-        )
-        .unwrap();
-        let lexical = LexicalIndex::build(&out.data, FieldWeights::default());
+        let (data, v, embedder) = embedded_fixture();
+        let lexical = LexicalIndex::build(&data, FieldWeights::default());
         Fixture {
-            corpus: Corpus::new(out.data, Some(v.index), lexical),
+            corpus: Corpus::new(data, Some(v.index), lexical),
             embedder: std::sync::Mutex::new(embedder),
         }
     })

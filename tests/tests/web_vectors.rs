@@ -11,10 +11,8 @@ use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, Retrieval, RetrievalSettings};
 use codegloss_core::web::{build_site_index, ShardKind, SiteIndex, WebIndex};
 use codegloss_core::{CoreError, IndexData, VectorIndex};
-use codegloss_indexer::embed::vectorize::build_vectors;
-use codegloss_indexer::{ingest::build, store, Config};
-use codegloss_tests::{default_embedder, fixture_repo};
-use indicatif::ProgressBar;
+use codegloss_indexer::store;
+use codegloss_tests::embedded_fixture;
 
 /// Vectors per partition in these tests: small, so the fixture has many.
 const PARTITION: usize = 12;
@@ -39,20 +37,10 @@ const QUESTIONS: [&str; 6] = [
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let cfg = Config::default();
-        let out = build::build_index(&fixture_repo(), &cfg, &ProgressBar::hidden()).unwrap();
-        let mut embedder = default_embedder();
-        let mut v = build_vectors(
-            &out.data,
-            &mut embedder,
-            &cfg.embedding,
-            None,
-            &ProgressBar::hidden(),
-        )
-        .unwrap();
+        let (data, mut v, mut embedder) = embedded_fixture();
         v.index.partition(PARTITION);
         let dir = tempfile::tempdir().unwrap();
-        store::write_index(dir.path(), &out.data, Some((&v.index, &v.info)), "test").unwrap();
+        store::write_index(dir.path(), &data, Some((&v.index, &v.info)), "test").unwrap();
         let (manifest, data) = store::read_index(dir.path()).unwrap();
         let lexical = store::read_lexical(dir.path(), &manifest).unwrap();
         let vectors = store::read_vectors(dir.path(), &manifest).unwrap().unwrap();
