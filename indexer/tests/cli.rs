@@ -126,6 +126,32 @@ fn embeddings_are_reused_and_searchable() {
         "{hits:?}"
     );
 
+    // Partitioned search measured against exact search: probing every
+    // partition finds the exact nearest chunks, and fetches every byte.
+    let o = bin()
+        .args(["partitions"])
+        .arg(out.path())
+        .arg("--questions")
+        .arg(fixture().join("../questions/sci-demo.jsonl"))
+        .args([
+            "--probe",
+            "1,100000",
+            "--partition-size",
+            "8",
+            "--json",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = m["rows"].as_array().unwrap();
+    assert!(m["partitions"].as_u64().unwrap() > 2, "{m}");
+    assert!(rows[0]["recall"].as_f64().unwrap() <= rows[1]["recall"].as_f64().unwrap());
+    assert!(rows[1]["recall"].as_f64().unwrap() >= 0.99, "{m}");
+    assert_eq!(rows[1]["bytes_max"], m["partition_bytes"], "{m}");
+    assert!(rows[0]["bytes_max"].as_u64().unwrap() < m["partition_bytes"].as_u64().unwrap());
+
     // The whole retrieval pipeline, as text and as JSON.
     let o = bin()
         .args(["query"])
@@ -282,6 +308,7 @@ fn help_everywhere() {
         vec!["query", "--help"],
         vec!["eval", "--help"],
         vec!["ask", "--help"],
+        vec!["partitions", "--help"],
     ] {
         let o = bin().args(&args).output().unwrap();
         assert!(o.status.success());
