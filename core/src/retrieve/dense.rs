@@ -47,8 +47,7 @@ impl<'a> Dense<'a> {
 
     /// A chunk's stored vector, when loaded.
     pub(super) fn stored(&self, chunk: u32) -> Option<&'a [f32]> {
-        let corpus: &'a Corpus = self.corpus;
-        corpus
+        self.corpus
             .chunk_vectors
             .get(chunk as usize)
             .map(Vec::as_slice)

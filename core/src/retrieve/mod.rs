@@ -225,10 +225,11 @@ pub fn retrieve(
         signals.expand_acronyms(question, corpus);
     }
     let route = route(question, &signals);
-    let feedback = pool::dense_feedback(&Dense::new(corpus, query_vector, settings)?, settings)?;
+    let first = Dense::new(corpus, query_vector, settings)?;
+    let feedback = pool::dense_feedback(&first, settings)?;
     let dense = match feedback.as_deref() {
         Some(moved) => Dense::new(corpus, Some(moved), settings)?,
-        None => Dense::new(corpus, query_vector, settings)?,
+        None => first,
     };
 
     let (mut pool, bm25) = pool::gather(corpus, &signals, &route, &dense, settings)?;
