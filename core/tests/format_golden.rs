@@ -3,7 +3,9 @@
 //! HNSW graph (built on one thread from a fixed seed, as the indexer
 //! builds it), encoded as the native data files and manifest
 //! (`golden/native/`) and laid out for the web as `codegloss.json` and its
-//! shards (`golden/web/`), checked in byte for byte.
+//! shards (`golden/web/`), and laid out with partitioned vectors
+//! (`golden/web-ivf/`: the vector directory and its partition shards),
+//! checked in byte for byte.
 //!
 //! Two directions, per format: encoding the fixed data must give exactly
 //! the golden bytes, and the golden bytes must decode to the fixed data.
@@ -30,6 +32,7 @@ use std::sync::OnceLock;
 use codegloss_core::embed::{EmbeddingSpec, Pooling, Quantization, PROMPT_FORMAT_VERSION};
 use codegloss_core::format::EmbeddingInfo;
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
+use codegloss_core::retrieve::RetrievalSettings;
 use codegloss_core::vectors::{HnswParams, QVec, VectorStore};
 use codegloss_core::web::{build_site_index, ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
 use codegloss_core::{DataKind, Entity, Gloss, IndexData, Manifest, VectorIndex, FORMAT_VERSION};
@@ -177,6 +180,29 @@ fn web_files(data: &IndexData) -> Files {
     out
 }
 
+/// The fixed index laid out for a site ranked with `ivf_probe = 1`, its
+/// vectors cut into partitions of about 2: `codegloss.json`, the vector
+/// directory and every partition shard (besides the shards of `web`).
+fn web_ivf_files(data: &IndexData) -> Files {
+    let tables = encoded(data);
+    let mut manifest = golden_manifest(data, &tables);
+    manifest.retrieval = Some(RetrievalSettings {
+        ivf_probe: 1,
+        ..RetrievalSettings::default()
+    });
+    let lexical = LexicalIndex::build(data, FieldWeights::default());
+    let mut vectors = vectors(data);
+    vectors.partition(2);
+    let site =
+        build_site_index(&manifest, data, &lexical, Some(&vectors)).expect("the web layout builds");
+    let mut out = vec![(
+        WEB_MANIFEST.to_string(),
+        site.manifest.to_json().into_bytes(),
+    )];
+    out.extend(site.files);
+    out
+}
+
 /// Every file under `dir`, as paths relative to it, sorted.
 fn list(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
@@ -216,10 +242,12 @@ fn write(dir: &Path, files: &[(String, Vec<u8>)]) {
 fn golden(format: &str) -> PathBuf {
     static NATIVE: OnceLock<()> = OnceLock::new();
     static WEB: OnceLock<()> = OnceLock::new();
+    static WEB_IVF: OnceLock<()> = OnceLock::new();
     let dir = golden_dir(format);
     if updating() {
         let (once, files): (_, fn(&IndexData) -> Files) = match format {
             "native" => (&NATIVE, native_files),
+            "web-ivf" => (&WEB_IVF, web_ivf_files),
             _ => (&WEB, web_files),
         };
         once.get_or_init(|| write(&dir, &files(&sample())));
@@ -384,5 +412,51 @@ fn web_golden_files_decode_to_the_fixed_index() {
             };
         }
         assert_eq!(*w, d);
+    }
+}
+
+#[test]
+fn partitioned_web_layout_matches_the_golden_files() {
+    let files = web_ivf_files(&sample());
+    check(
+        &golden("web-ivf"),
+        &files,
+        &format!(
+            "WEB_FORMAT_VERSION {}",
+            codegloss_core::web::WEB_FORMAT_VERSION
+        ),
+    );
+}
+
+#[test]
+fn partitioned_golden_files_load_every_vector() {
+    let dir = golden("web-ivf");
+    let data = sample();
+    let text = String::from_utf8(read(&dir, WEB_MANIFEST)).expect("manifest is UTF-8");
+    let manifest = WebManifest::from_json(&text).expect("the golden web manifest parses");
+    assert!(manifest.vectors_shard().is_none());
+    let search = read(&dir, &manifest.search_shard().expect("a search shard").name);
+    let mut index = WebIndex::open(manifest.clone(), &search).expect("the search shard opens");
+    let directory = manifest
+        .vector_directory()
+        .expect("a vector directory")
+        .clone();
+    index
+        .add_vector_directory(&read(&dir, &directory.name))
+        .expect("the golden directory loads");
+    let partitions = index.corpus.ivf.as_ref().map_or(0, |i| i.len());
+    assert!(partitions > 1, "{partitions} partitions");
+    for p in 0..partitions {
+        let name = index.partition_shard(p).expect("listed").name.clone();
+        index
+            .add_partition(p, &read(&dir, &name))
+            .expect("a golden partition loads");
+    }
+    for (i, chunk) in data.chunks.iter().enumerate() {
+        let expected = QVec::quantize(&vector(i as u32)).dequantize();
+        assert_eq!(
+            index.corpus.chunk_vectors[chunk.id as usize], expected,
+            "vector of chunk {i}"
+        );
     }
 }
