@@ -166,33 +166,30 @@ fn native_files(data: &IndexData) -> Files {
 /// The fixed index laid out for the web: `codegloss.json`, then every
 /// shard under the name the manifest gives it.
 fn web_files(data: &IndexData) -> Files {
-    let tables = encoded(data);
-    let manifest = golden_manifest(data, &tables);
-    let lexical = LexicalIndex::build(data, FieldWeights::default());
-    let vectors = vectors(data);
-    let site =
-        build_site_index(&manifest, data, &lexical, Some(&vectors)).expect("the web layout builds");
-    let mut out = vec![(
-        WEB_MANIFEST.to_string(),
-        site.manifest.to_json().into_bytes(),
-    )];
-    out.extend(site.files);
-    out
+    web_layout(data, None)
 }
 
 /// The fixed index laid out for a site ranked with `ivf_probe = 1`, its
 /// vectors cut into partitions of about 2: `codegloss.json`, the vector
 /// directory and every partition shard (besides the shards of `web`).
 fn web_ivf_files(data: &IndexData) -> Files {
+    web_layout(data, Some(2))
+}
+
+/// The web layout of the fixed index: with one vectors shard, or (given a
+/// partition size) ranked with `ivf_probe = 1` over partitions of that size.
+fn web_layout(data: &IndexData, partition_size: Option<usize>) -> Files {
     let tables = encoded(data);
     let mut manifest = golden_manifest(data, &tables);
-    manifest.retrieval = Some(RetrievalSettings {
-        ivf_probe: 1,
-        ..RetrievalSettings::default()
-    });
     let lexical = LexicalIndex::build(data, FieldWeights::default());
     let mut vectors = vectors(data);
-    vectors.partition(2);
+    if let Some(size) = partition_size {
+        manifest.retrieval = Some(RetrievalSettings {
+            ivf_probe: 1,
+            ..RetrievalSettings::default()
+        });
+        vectors.partition(size);
+    }
     let site =
         build_site_index(&manifest, data, &lexical, Some(&vectors)).expect("the web layout builds");
     let mut out = vec![(
@@ -273,6 +270,16 @@ fn check(dir: &Path, files: &[(String, Vec<u8>)], version: &str) {
     }
 }
 
+/// The golden web manifest of `dir` and a web index opened on its search
+/// shard.
+fn open_web(dir: &Path) -> (WebManifest, WebIndex) {
+    let text = String::from_utf8(read(dir, WEB_MANIFEST)).expect("manifest is UTF-8");
+    let manifest = WebManifest::from_json(&text).expect("the golden web manifest parses");
+    let search = read(dir, &manifest.search_shard().expect("a search shard").name);
+    let index = WebIndex::open(manifest.clone(), &search).expect("the search shard opens");
+    (manifest, index)
+}
+
 fn read(dir: &Path, name: &str) -> Vec<u8> {
     std::fs::read(dir.join(name))
         .unwrap_or_else(|e| panic!("{}: {e}; run with {UPDATE}=1", dir.join(name).display()))
@@ -351,10 +358,7 @@ fn web_layout_matches_the_golden_files() {
 fn web_golden_files_decode_to_the_fixed_index() {
     let dir = golden("web");
     let data = sample();
-    let text = String::from_utf8(read(&dir, WEB_MANIFEST)).expect("manifest is UTF-8");
-    let manifest = WebManifest::from_json(&text).expect("the golden web manifest parses");
-    let search = read(&dir, &manifest.search_shard().expect("a search shard").name);
-    let mut index = WebIndex::open(manifest.clone(), &search).expect("the search shard opens");
+    let (manifest, mut index) = open_web(&dir);
     for kind in [ShardKind::Postings, ShardKind::Text] {
         for (position, info) in manifest.shards_of(kind) {
             let bytes = read(&dir, &info.name);
@@ -432,11 +436,8 @@ fn partitioned_web_layout_matches_the_golden_files() {
 fn partitioned_golden_files_load_every_vector() {
     let dir = golden("web-ivf");
     let data = sample();
-    let text = String::from_utf8(read(&dir, WEB_MANIFEST)).expect("manifest is UTF-8");
-    let manifest = WebManifest::from_json(&text).expect("the golden web manifest parses");
+    let (manifest, mut index) = open_web(&dir);
     assert!(manifest.vectors_shard().is_none());
-    let search = read(&dir, &manifest.search_shard().expect("a search shard").name);
-    let mut index = WebIndex::open(manifest.clone(), &search).expect("the search shard opens");
     let directory = manifest
         .vector_directory()
         .expect("a vector directory")
