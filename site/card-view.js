@@ -69,3 +69,15 @@ function moreButton(onMore) {
   button.addEventListener('click', () => onMore(button));
   return button;
 }
+
+/**
+ * Shows whole the cut text in the `part` (`cg-card-head`, `cg-loc` or
+ * `cg-gloss`) of a card, as its toggle does. False while the card has no
+ * such part yet (a gloss arrives after its card).
+ */
+export function showWhole(cardEl, part) {
+  const toggle = cardEl.querySelector(`.${part} > .cg-clamp-toggle`);
+  if (!toggle) return false;
+  if (toggle.getAttribute('aria-expanded') !== 'true') toggle.click();
+  return true;
+}

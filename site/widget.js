@@ -23,7 +23,7 @@
 
 import { AnswerPanel } from './answer-view.js';
 import { revealBidi } from './bidi.js';
-import { cardNode } from './card-view.js';
+import { cardNode, showWhole } from './card-view.js';
 import { Combobox, shortcutTargets } from './combobox.js';
 import { PATH_MAX, clause, formatBytes, h, plural, setText, short, title } from './dom.js';
 import { renderCode } from './highlight.js';
@@ -346,6 +346,7 @@ class CodeglossSearch extends HTMLElement {
         entry.el.querySelector('.cg-more')?.remove();
       }
       if (msg.all) entry.el.querySelector('.cg-more')?.remove();
+      for (const part of entry.wantsWhole ?? []) if (showWhole(entry.el, part)) entry.wantsWhole.delete(part);
       if (entry.wantsOpen && entry.details) {
         entry.wantsOpen = false;
         this.#ensureCode(entry.details);
@@ -379,6 +380,9 @@ class CodeglossSearch extends HTMLElement {
       expanded: this.#combo.expanded && focus === this.#el.input,
       active: active != null ? this.#cardKey(active) : null,
       open: new Set([...this.#cards].filter(([, e]) => e.details?.open).map(([n]) => this.#cardKey(n))),
+      // Names, paths and glosses the reader has shown whole.
+      whole: [...this.#cards].flatMap(([n, e]) =>
+        [...e.el.querySelectorAll('.cg-clamp-toggle[aria-expanded="true"]')].map((t) => [this.#cardKey(n), t.parentElement.classList[0]])),
       focused: card ? this.#cardKey(Number(card.dataset.n)) : null,
     };
   }
@@ -392,6 +396,10 @@ class CodeglossSearch extends HTMLElement {
         this.#ensureCode(entry.details);
         entry.details.open = true;
       }
+    }
+    for (const [key, part] of view.whole) {
+      const entry = this.#cards.get(find(key));
+      if (entry && !showWhole(entry.el, part)) (entry.wantsWhole ??= new Set()).add(part);
     }
     this.#combo.expand(view.expanded);
     const active = view.active && find(view.active);

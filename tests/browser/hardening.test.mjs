@@ -25,7 +25,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { CheckFailure, fail, launch, ready, search, until, watchPolicy, widgetText } from './lib.mjs';
+import { CheckFailure, cardText, fail, launch, ready, search, until, watchPolicy, widgetText } from './lib.mjs';
 
 const env = process.env;
 for (const name of ['SITE_URL', 'COPY_URL', 'COPY_DIR', 'CODEGLOSS_NPM']) {
@@ -141,6 +141,7 @@ async function loaded() {
 check('trojan-source', async () => {
   await loaded();
   await search(page, 'admin access check');
+  await cardText(page, '.cg-symbol', 'isAdminAccessCheck');
   const shown = await inWidget(page, (expected) => {
     const root = document.querySelector('codegloss-search').shadowRoot;
     const paths = [...root.querySelectorAll('[data-testid="cg-path"]')];
@@ -197,6 +198,7 @@ check('long-name', async () => {
   await loaded();
   await search(page, 'trojan long name segment');
   await page.keyboard.press('Escape');
+  await cardText(page, '.cg-symbol', 'trojanLongName'); // measured with its gloss and code
   const sizes = await inWidget(page, () => {
     const root = document.querySelector('codegloss-search').shadowRoot;
     const cards = [...root.querySelectorAll('[data-testid="cg-card"]')];

@@ -106,6 +106,20 @@ export async function until(page, what, fn, arg, ms = 60_000) {
   }
 }
 
+/**
+ * Waits until the card whose `selector` element contains `text` has its
+ * code view. A card's gloss and code arrive together, in a message after the
+ * cards, so a check that reads them right after `search` races that message.
+ */
+export async function cardText(page, selector, text) {
+  await until(page, `the code view of a card whose ${selector} holds ${JSON.stringify(text)}`, ([sel, want]) => {
+    const root = document.querySelector('codegloss-search')?.shadowRoot;
+    return [...(root?.querySelectorAll(sel) ?? [])]
+      .filter((e) => e.textContent.includes(want))
+      .some((e) => e.closest('[data-testid="cg-card"]')?.querySelector('details'));
+  }, [selector, text], 30_000);
+}
+
 /** The widget's status line and alert (inside its shadow root). */
 export function widgetText(page) {
   return page.evaluate(() => {

@@ -22,7 +22,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { CheckFailure, fail, launch, playwright, ready, until, watchPolicy } from './lib.mjs';
+import { CheckFailure, cardText, fail, launch, playwright, ready, until, watchPolicy } from './lib.mjs';
 
 const env = process.env;
 const SITE_URL = env.SITE_URL ?? '';
@@ -277,6 +277,7 @@ check('xss', async () => {
   const target = 'src/Unsafe/Markup.h';
   if (!s.paths.includes(target)) fail(`no card for ${target} among the results: ${s.paths.join(', ')}`);
   await page.keyboard.press('Escape'); // close the result list that covers the cards
+  await cardText(page, sel.path, target);
   const card = page
     .locator(sel.card)
     .filter({ has: page.locator(sel.path, { hasText: target }) })
