@@ -8,8 +8,10 @@
 //! - **attribute**: empty, or made only of declaration attributes and
 //!   specifiers (`__host__ __device__`, `inline`, `static`,
 //!   `__attribute__((…))`, `[[…]]`, `__declspec(…)`, visibility and export
-//!   annotations) or of other attribute macros: blanked, a function-like
-//!   one with its argument list;
+//!   annotations, pragma operators `_Pragma(…)` and `__pragma(…)`) or of
+//!   other attribute macros: blanked, a function-like one with its
+//!   argument list (a warning push or pop written as a statement-like line
+//!   between declarations is one);
 //! - **lambda introducer**: a lambda capture (`[=]`, `[&]`, `[=, *this]`)
 //!   followed only by attributes: replaced by the capture when it fits in
 //!   the macro's name;
@@ -96,6 +98,7 @@ const ATTRIBUTE_CALLS: &[&str] = &[
     "__launch_bounds__",
     "alignas",
     "_Pragma",
+    "__pragma",
     "noexcept",
 ];
 
@@ -447,6 +450,20 @@ mod tests {
         assert!(!r.contains_key("LIB_CONSTANT") && !r.contains_key("LIB_TYPE"));
         // An include guard is empty: blanking its (absent) uses is harmless.
         assert_eq!(r["LIB_HPP"], MacroRule::Blank { with_args: false });
+    }
+
+    #[test]
+    fn pragma_operator_macros_are_attributes_in_every_branch() {
+        // A compiler's pragma operator (`_Pragma`, MSVC's `__pragma`) makes
+        // no tokens: a macro that is one in one branch and empty in the
+        // other is blanked wherever it stands, arguments and all.
+        let src = "#ifdef _MSC_VER\n#define LIB_WARN_PUSH_(w) __pragma(warning(push)) __pragma(warning(disable: w))\n\
+                   #define LIB_WARN_POP_() __pragma(warning(pop))\n#else\n#define LIB_WARN_PUSH_(w)\n\
+                   #define LIB_WARN_POP_()\n#endif\n#define LIB_NO_LOOP_WARN _Pragma(\"loop\")\n";
+        let r = rules(src);
+        assert_eq!(r["LIB_WARN_PUSH_"], MacroRule::Blank { with_args: true });
+        assert_eq!(r["LIB_WARN_POP_"], MacroRule::Blank { with_args: true });
+        assert_eq!(r["LIB_NO_LOOP_WARN"], MacroRule::Blank { with_args: false });
     }
 
     #[test]

@@ -665,6 +665,20 @@ mod tests {
     }
 
     #[test]
+    fn statement_like_pragma_macros_leave_no_trace() {
+        let defs = "#if defined(_MSC_VER)\n#define LIB_WARN_POP_() __pragma(warning(pop))\n#else\n#define LIB_WARN_POP_()\n#endif\n";
+        let repo = RepoMacros::from_sources([defs]);
+        let src = "LIB_WARN_POP_()\nint f() { return 1; }\n";
+        let n = neutralise(src, &[], &BTreeMap::new(), &repo);
+        assert_eq!(n.count, 1);
+        assert_eq!(
+            n.text.split_whitespace().collect::<Vec<_>>().join(" "),
+            "int f() { return 1; }"
+        );
+        assert_eq!(n.text.len(), src.len());
+    }
+
+    #[test]
     fn comments_strings_and_defines_untouched() {
         let src = "#define __host__ X\n// __host__ here\nconst char* s = \"__host__\";\n";
         let n = neutralise_default(src);
