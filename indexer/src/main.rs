@@ -45,6 +45,10 @@ enum Command {
     /// against exact search and the bytes a question fetches, per number of
     /// probed partitions (how `[retrieval] ivf_probe` is chosen).
     Partitions(cli::partitions::PartitionsArgs),
+    /// Measure what each macro rule is worth to the parse: the function
+    /// bodies it keeps out of tree-sitter ERROR nodes and the ERROR nodes
+    /// it removes, each rule left out in turn.
+    Macros(cli::macros::MacrosArgs),
 }
 
 fn main() {
@@ -62,6 +66,7 @@ fn main() {
         Command::Search(args) => cli::search::run(args),
         Command::Inspect(args) => cli::inspect::run(args),
         Command::Partitions(args) => cli::partitions::run(args),
+        Command::Macros(args) => cli::macros::run(args),
     };
     if let Err(e) = result {
         note!("error: {e:#}");

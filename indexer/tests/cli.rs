@@ -298,6 +298,62 @@ fn errors_are_clear_and_non_zero() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("manifest.json"));
 }
 
+/// `macros` reports the repository's parse quality as `index` does, and
+/// each rule it applies with its uses; the table names what it counts.
+#[test]
+fn macros_reports_each_rule_with_its_uses() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        repo.path().join("lib.hpp"),
+        "#ifdef _MSC_VER\n#define LIB_WARN_POP_() __pragma(warning(pop))\n#else\n#define LIB_WARN_POP_()\n#endif\n\
+         #define LIB_FN inline\n\nLIB_WARN_POP_()\nLIB_FN int one() { return 1; }\nLIB_FN int two() { return 2; }\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args(["macros", repo.path().to_str().unwrap(), "--json", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["files"], 1, "{v}");
+    assert_eq!(v["quality"]["functions"], 2, "{v}");
+    assert_eq!(v["quality"]["functions_in_error"], 0, "{v}");
+    let rule = |name: &str| {
+        v["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no rule {name}: {v}"))
+            .clone()
+    };
+    let pop = rule("LIB_WARN_POP_");
+    assert_eq!(pop["origin"], "repository");
+    assert_eq!(pop["rule"], "blank with arguments");
+    assert_eq!(
+        (pop["files"].as_u64(), pop["uses"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(rule("LIB_FN")["uses"], 2);
+    assert_eq!(rule("ALL_CAPS")["origin"], "caps_fallback");
+
+    // The fixture: the same share as `index` prints, in a table.
+    let o = bin()
+        .args(["macros", fixture().to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        s.contains(": 0/") && s.contains("function bodies in ERROR nodes"),
+        "{s}"
+    );
+    assert!(
+        s.contains("bodies: function bodies kept out of ERROR nodes"),
+        "{s}"
+    );
+}
+
 #[test]
 fn help_everywhere() {
     for args in [
@@ -309,6 +365,7 @@ fn help_everywhere() {
         vec!["eval", "--help"],
         vec!["ask", "--help"],
         vec!["partitions", "--help"],
+        vec!["macros", "--help"],
     ] {
         let o = bin().args(&args).output().unwrap();
         assert!(o.status.success());

@@ -10,6 +10,7 @@ pub(crate) mod eval;
 pub(crate) mod explain_plan;
 pub(crate) mod index;
 pub(crate) mod inspect;
+pub(crate) mod macros;
 pub(crate) mod output;
 pub(crate) mod partitions;
 pub(crate) mod query;

@@ -19,5 +19,6 @@ pub mod cpp;
 pub mod docs;
 pub mod file;
 pub mod gloss;
+pub mod macro_report;
 pub mod macros;
 pub mod walk;

@@ -31,7 +31,7 @@ use crate::error::IndexError;
 use crate::ingest::macros::{self, RepoMacros};
 
 pub use names::{base_target, clean_comment, split_last_scope, strip_template_args};
-pub use quality::function_error_counts;
+pub use quality::{count_errors, function_error_counts};
 
 /// A call expression found in a function body.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -58,7 +58,8 @@ pub(super) fn generic_caps_pass(
     (text, tree, count)
 }
 
-pub(super) fn count_errors(node: Node) -> usize {
+/// ERROR and MISSING nodes under `node`.
+pub fn count_errors(node: Node) -> usize {
     let mut n = usize::from(node.is_error() || node.is_missing());
     if node.has_error() {
         let mut c = node.walk();
