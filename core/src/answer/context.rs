@@ -1,9 +1,10 @@
 //! The numbered, budgeted context of an answer: a fact sheet composed by
 //! code, then each retrieved chunk as its completed unit (the rest of a
 //! split class or function, a section with its subsections, a file's
-//! text) cut to the evidence for the question, every excerpt fenced so
-//! that it cannot close its fence, nothing shown twice, and every
-//! location the file's own lines.
+//! text) cut to the evidence for the question, under a heading with the
+//! doc comment above its declaration, every excerpt fenced so that it
+//! cannot close its fence, nothing shown twice, and every location the
+//! file's own lines.
 
 use serde::{Deserialize, Serialize};
 
@@ -134,10 +135,34 @@ const NEIGHBOURS: usize = 8;
 /// would crowd it out.
 const OUTSIDE_WEIGHT: f32 = 0.5;
 
+/// Characters of a declaration's doc comment kept in its excerpt's heading.
+const DOC_CHARS: usize = 320;
+
+/// The doc comment above a code entity's declaration, for its excerpt's
+/// heading: the repository's own words on what the code is for, which lie
+/// outside the entity's lines and so outside its excerpt. None for
+/// summaries and documentation, and when `earlier` (the excerpts before)
+/// already shows the comment's first line.
+fn doc_comment<'a>(corpus: &'a Corpus, chunk: u32, earlier: &[(String, usize)]) -> Option<&'a str> {
+    let data = &corpus.data;
+    let c = &data.chunks[chunk as usize];
+    let kind = data.entities[c.entity as usize].kind;
+    if kind.is_summary() || kind == EntityKind::DocSection || c.part > 1 {
+        return None;
+    }
+    let doc = c.leading_comment.as_deref()?.trim();
+    let first = doc.lines().next()?.trim();
+    if first.is_empty() || earlier.iter().any(|(b, _)| b.contains(first)) {
+        return None;
+    }
+    Some(doc)
+}
+
 /// The heading of an excerpt: number, name, kind and the lines it shows,
-/// then a model-written explanation when the entity has one (structural
-/// glosses are summaries for search; their facts are in the fact sheet).
-fn heading(corpus: &Corpus, n: u32, chunk: u32, location: &str) -> String {
+/// then the doc comment above the declaration ([`doc_comment`]), then a
+/// model-written explanation when the entity has one (structural glosses
+/// are summaries for search; their facts are in the fact sheet).
+fn heading(corpus: &Corpus, n: u32, chunk: u32, location: &str, doc: Option<&str>) -> String {
     let data = &corpus.data;
     let c = &data.chunks[chunk as usize];
     let e = &data.entities[c.entity as usize];
@@ -146,6 +171,18 @@ fn heading(corpus: &Corpus, n: u32, chunk: u32, location: &str) -> String {
         e.qualified_name,
         e.kind.as_str()
     );
+    if let Some(doc) = doc {
+        // Doxygen's summary tags say nothing to a reader.
+        let doc = doc
+            .split_whitespace()
+            .filter(|w| !matches!(*w, "@brief" | "\\brief" | "@details" | "\\details"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        s.push_str(&format!(
+            "doc comment: {}\n",
+            super::facts::cut(&doc, DOC_CHARS)
+        ));
+    }
     if e.gloss.source == GlossSource::Model && !e.gloss.text.trim().is_empty() {
         s.push_str(&format!("explanation: {}\n", e.gloss.text.trim()));
     }
@@ -374,7 +411,8 @@ pub fn build_context(
         };
         // The heading's location is not known before the lines are: it is
         // counted with the widest it can be.
-        let wide = heading(corpus, n, rc.chunk, &location(&c.path, 99_999, 99_999));
+        let doc = doc_comment(corpus, rc.chunk, &blocks);
+        let wide = heading(corpus, n, rc.chunk, &location(&c.path, 99_999, 99_999), doc);
         let chosen = if lines.is_empty() {
             None
         } else {
@@ -401,7 +439,7 @@ pub fn build_context(
             None => ("", c.start_line, c.end_line),
         };
         let b = block(
-            &heading(corpus, n, rc.chunk, &location(&c.path, first, last)),
+            &heading(corpus, n, rc.chunk, &location(&c.path, first, last), doc),
             code,
             language,
         );

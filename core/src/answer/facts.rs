@@ -41,7 +41,7 @@ fn list(items: &[String], max: usize) -> String {
 }
 
 /// Cut `text` to at most `max` characters at a word end, marked with `…`.
-fn cut(text: &str, max: usize) -> String {
+pub(super) fn cut(text: &str, max: usize) -> String {
     let text = text.trim();
     if text.chars().count() <= max {
         return text.to_string();
