@@ -117,9 +117,12 @@ pub(super) fn param_of(p: Node, src: &str) -> Param {
         }
         None => text.to_string(),
     };
+    // A name the parse text has but the source has not (the `_` that
+    // neutralisation gives an unnamed defaulted parameter) reads as
+    // blank: the parameter is unnamed.
     let name = p
         .child_by_field_name("declarator")
-        .map(|d| innermost_name(d, src))
+        .map(|d| innermost_name(d, src).trim().to_string())
         .unwrap_or_default();
     let ty = if name.is_empty() {
         collapse_ws(&decl_end)

@@ -269,6 +269,18 @@ mod tests {
     }
 
     #[test]
+    fn a_constrained_template_with_unnamed_defaulted_parameters_parses() {
+        let p = parse("template <class T>\nT twice(const T& x, std::enable_if_t<std::is_arithmetic_v<T>>* = nullptr) {\n  return x + x;\n}\n");
+        assert_eq!(p.stats.functions_in_error, 0, "{:?}", p.error_lines);
+        let f = &p.entities[0];
+        assert_eq!(f.name, "twice");
+        assert_eq!(f.params.len(), 2);
+        assert_eq!(f.params[1].name, "");
+        assert_eq!(f.params[1].ty, "std::enable_if_t<std::is_arithmetic_v<T>>*");
+        assert_eq!(f.params[1].default.as_deref(), Some("nullptr"));
+    }
+
+    #[test]
     fn attribute_macros_do_not_break_methods() {
         let src = "template <typename T>\nclass V {\npublic:\n  LIB_INLINE_FUNCTION T& operator()(int i) const { return d[i]; }\n  LIB_FUNCTION void g() { h(); }\n};\n";
         let p = parse(src);

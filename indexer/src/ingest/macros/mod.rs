@@ -1,22 +1,24 @@
 //! Macro neutralisation before parsing.
 //!
 //! Scientific C++ puts attribute-like macros in front of declarations
-//! (`KOKKOS_INLINE_FUNCTION`, `__host__ __device__`, ...). tree-sitter does
+//! (`LIB_INLINE_FUNCTION`, `__host__ __device__`, ...). tree-sitter does
 //! not expand macros, so these turn into ERROR nodes and hide whole
 //! function bodies. We rewrite them in a copy of the source *without
 //! changing any byte offset*: a macro becomes spaces of the same length, or
 //! a same-length-or-shorter piece of C++ padded with spaces (for macros
-//! that stand for syntax, such as `KOKKOS_LAMBDA` → `[=]`). Spans found in
+//! that stand for syntax, such as `LIB_LAMBDA` → `[=]`). Spans found in
 //! the rewritten text are therefore exact in the original.
 //!
 //! Function-like macros used where a type is expected (a base class
 //! written as `public BASE_MACRO(T, B)`, or `using Base = BASE_MACRO(T)`)
 //! get their parentheses turned into angle brackets, which keeps the
-//! length and makes them parse as a template type.
+//! length and makes them parse as a template type. Valid C++ that the
+//! grammar cannot read is rewritten the same way ([`grammar`]).
 
 use std::collections::BTreeMap;
 
 pub mod defines;
+mod grammar;
 
 pub use defines::{MacroRule, RepoMacros};
 
@@ -238,8 +240,9 @@ pub fn neutralise(
     }
     count += macro_types_to_templates(src, &idents, &mut buf);
     count += code_arguments_to_blocks(src, &idents, &mut buf);
-    count += kernel_launches_blanked(src, &mut buf);
-    count += has_include_quoted(src, &mut buf);
+    count += grammar::kernel_launches_blanked(src, &mut buf);
+    count += grammar::unnamed_defaulted_parameters_named(src, &mut buf);
+    count += grammar::has_include_quoted(src, &mut buf);
     Neutralised {
         text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
         count,
@@ -445,60 +448,6 @@ fn code_group_close(src: &str, open: usize) -> Option<usize> {
     None
 }
 
-/// `__has_include(<header>)` in a directive becomes
-/// `__has_include("header")`, same length, which the grammar's
-/// preprocessor expressions read.
-fn has_include_quoted(src: &str, buf: &mut [u8]) -> u32 {
-    let mut count = 0;
-    let mut from = 0;
-    while let Some(k) = src[from..].find("__has_include") {
-        let at = from + k + "__has_include".len();
-        from = at;
-        let rest = &src[at..];
-        let ws = rest.len() - rest.trim_start().len();
-        let Some(inner) = rest[ws..].strip_prefix('(') else {
-            continue;
-        };
-        let iws = inner.len() - inner.trim_start().len();
-        if !inner[iws..].starts_with('<') {
-            continue;
-        }
-        let open = at + ws + 1 + iws;
-        let Some(len) = src[open..].find('>') else {
-            continue;
-        };
-        let close = open + len;
-        if src[open..close].contains(['\n', ')']) {
-            continue;
-        }
-        buf[open] = b'"';
-        buf[close] = b'"';
-        count += 1;
-    }
-    count
-}
-
-/// CUDA and HIP kernel launches, `kernel<<<grid, block>>>(args)`: the
-/// launch configuration is blanked, leaving an ordinary call.
-fn kernel_launches_blanked(src: &str, buf: &mut [u8]) -> u32 {
-    let mut count = 0;
-    let mut from = 0;
-    while let Some(k) = src[from..].find("<<<") {
-        let open = from + k;
-        let Some(len) = src[open..].find(">>>") else {
-            break;
-        };
-        let close = open + len + 3;
-        // One launch configuration: no statement or block inside.
-        if !src[open..close].contains([';', '{', '}']) {
-            blank(buf, (open, close));
-            count += 1;
-        }
-        from = close;
-    }
-    count
-}
-
 /// `FOO_BAR2`: at least three characters, upper-case letters, digits and
 /// underscores, starting with a letter or underscore.
 pub fn is_all_caps(word: &str) -> bool {
@@ -605,7 +554,7 @@ mod tests {
 
     /// [`neutralise`] with the default macro settings; the text keeps its
     /// length (byte offsets stay valid) whatever is rewritten.
-    fn neutralise_default(src: &str) -> Neutralised {
+    pub(super) fn neutralise_default(src: &str) -> Neutralised {
         let c = crate::config::ParseConfig::default();
         let n = neutralise(
             src,
