@@ -152,6 +152,7 @@ fn describe(rule: &MacroRule) -> String {
         MacroRule::Blank { with_args: true } => "blank with arguments".into(),
         MacroRule::Replace(t) => format!("replace by {t}"),
         MacroRule::Unwrap => "unwrap".into(),
+        MacroRule::Declarations { .. } => "blank where it stands alone".into(),
     }
 }
 

@@ -43,6 +43,15 @@ pub enum MacroRule {
     Replace(String),
     /// Name and parentheses blanked, the argument kept.
     Unwrap,
+    /// The macro writes whole declarations (its body holds a `{` and ends
+    /// in `}` or `;`): a use that stands alone on its lines, where a
+    /// declaration would, is blanked with its arguments (the grammar reads
+    /// it as a call with no `;`, which breaks what follows); any other use
+    /// is left alone.
+    Declarations {
+        /// The macro takes arguments (they are blanked with it).
+        with_args: bool,
+    },
 }
 
 impl MacroRule {
@@ -52,6 +61,7 @@ impl MacroRule {
             MacroRule::Blank { .. } => "attribute",
             MacroRule::Replace(_) => "lambda introducer",
             MacroRule::Unwrap => "identity",
+            MacroRule::Declarations { .. } => "declarations",
         }
     }
 }
@@ -151,6 +161,13 @@ impl RepoMacros {
                     .filter(|capture| capture.len() <= name.len())
                     .map(MacroRule::Replace)
                     .or_else(|| ds.iter().all(is_identity).then_some(MacroRule::Unwrap))
+                    .or_else(|| {
+                        ds.iter().all(|d| writes_declarations(&d.body)).then_some(
+                            MacroRule::Declarations {
+                                with_args: ds.iter().all(|d| d.params.is_some()),
+                            },
+                        )
+                    })
             };
             // An object-like and a function-like definition of one name
             // disagree on what follows a use: leave such a name alone.
@@ -409,6 +426,13 @@ fn lambda_capture(body: &str, attributes: &BTreeSet<String>) -> Option<String> {
     (plausible && is_attribute_body(&body[n..], attributes)).then_some(capture)
 }
 
+/// A body that is whole declarations: it holds a block and ends one (a
+/// class, a function, a specialisation, several of them).
+fn writes_declarations(body: &str) -> bool {
+    let body = body.trim();
+    body.contains('{') && (body.ends_with('}') || body.ends_with(';'))
+}
+
 /// A function-like macro that expands to one of its own arguments.
 fn is_identity(d: &Define) -> bool {
     match d.params.as_deref() {
@@ -467,6 +491,18 @@ mod tests {
     }
 
     #[test]
+    fn macros_that_write_declarations() {
+        let src = "#define MAKE_NAME(T) \\\ntemplate <> struct name_of<T> { static const char* get() { return #T; } };\n\
+                   #define MAKE_OP(f, op) template <class E> struct f { auto g(E e) { return op e; } }\n\
+                   #define BEGIN_NS namespace lib {\n";
+        let r = rules(src);
+        assert_eq!(r["MAKE_NAME"], MacroRule::Declarations { with_args: true });
+        assert_eq!(r["MAKE_OP"], MacroRule::Declarations { with_args: true });
+        // Half a block is not a declaration.
+        assert!(!r.contains_key("BEGIN_NS"));
+    }
+
+    #[test]
     fn a_macro_defined_differently_in_one_branch_is_left_alone() {
         let src = "#ifdef DEBUG\n#define CHECK(x) assert(x)\n#else\n#define CHECK(x)\n#endif\n";
         assert!(!rules(src).contains_key("CHECK"));
@@ -487,8 +523,8 @@ mod tests {
         assert_eq!(r["MY_ID"], MacroRule::Unwrap);
         // `[=]` does not fit in a one-letter name.
         assert!(!r.contains_key("L"));
-        // A macro that generates declarations is left to the parser.
-        assert!(!r.contains_key("MAKE_OP"));
+        // A macro that writes declarations gets the declarations rule.
+        assert_eq!(r["MAKE_OP"], MacroRule::Declarations { with_args: true });
     }
 
     #[test]

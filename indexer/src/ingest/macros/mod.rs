@@ -164,8 +164,40 @@ fn apply_rule(src: &str, buf: &mut [u8], (s, e): (usize, usize), rule: &MacroRul
             }
             None => return false,
         },
+        MacroRule::Declarations { with_args } => {
+            let end = if *with_args {
+                match argument_list_end(src, e) {
+                    Some((_, close)) => close + 1,
+                    None => return false,
+                }
+            } else {
+                e
+            };
+            if !stands_alone(src, s, end) {
+                return false;
+            }
+            blank(buf, (s, end));
+        }
     }
     true
+}
+
+/// Whether the text `s..end` stands alone on its lines as a declaration
+/// would: nothing before it on its first line, nothing after it on its
+/// last but a `;` or a comment, and no block opening after it (then it is
+/// the head of a definition, `TEST(a, b) {`).
+fn stands_alone(src: &str, s: usize, end: usize) -> bool {
+    let line_start = src[..s].rfind('\n').map_or(0, |n| n + 1);
+    if !src[line_start..s].trim().is_empty() {
+        return false;
+    }
+    let rest = &src[end..];
+    let line = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    let tail = line.trim_start().trim_start_matches(';').trim_start();
+    if !(tail.is_empty() || tail.starts_with("//") || tail.starts_with("/*")) {
+        return false;
+    }
+    !rest.trim_start().starts_with('{')
 }
 
 /// The result of neutralising one file.
@@ -623,6 +655,29 @@ mod tests {
         assert_eq!(
             n.text.split_whitespace().collect::<Vec<_>>().join(" "),
             "int f() { return 1; }"
+        );
+        assert_eq!(n.text.len(), src.len());
+    }
+
+    #[test]
+    fn declaration_macros_standing_alone_are_blanked() {
+        let defs = "#define MAKE_NAME(T) template <> struct name_of<T> { static const char* get() { return #T; } };\n";
+        let repo = RepoMacros::from_sources([defs]);
+        let src = "MAKE_NAME(int)\n  MAKE_NAME(long long);  // two\nint f() { return 1; }\nMAKE_NAME(x) {\n}\nauto s = MAKE_NAME(y);\n";
+        let n = neutralise(src, &[], &BTreeMap::new(), &repo);
+        assert_eq!(n.count, 2, "{}", n.text);
+        let lines: Vec<&str> = n.text.lines().map(str::trim).collect();
+        assert_eq!(
+            lines[..3],
+            ["", ";  // two", "int f() { return 1; }"],
+            "{}",
+            n.text
+        );
+        // The head of a definition and a use inside an expression stay.
+        assert!(
+            n.text.contains("MAKE_NAME(x) {") && n.text.contains("= MAKE_NAME(y);"),
+            "{}",
+            n.text
         );
         assert_eq!(n.text.len(), src.len());
     }
