@@ -116,15 +116,20 @@ struct Candidate {
 }
 
 impl Candidate {
-    /// Whether identifier `word` is one this rule rewrites.
-    fn matches(&self, word: &str) -> bool {
-        match self.origin {
-            Origin::ConfiguredAttribute => match self.name.strip_suffix('*') {
-                Some(prefix) => word.starts_with(prefix),
-                None => word == self.name,
-            },
-            Origin::CapsFallback | Origin::AllRepository => false,
-            _ => word == self.name,
+    /// Uses in code of the names this rule rewrites, from a file's
+    /// identifier counts; None for the fallback and the group, which may
+    /// act on any file.
+    fn uses_in(&self, words: &BTreeMap<&str, usize>) -> Option<usize> {
+        match (self.origin, self.name.strip_suffix('*')) {
+            (Origin::CapsFallback | Origin::AllRepository, _) => None,
+            (Origin::ConfiguredAttribute, Some(prefix)) => Some(
+                words
+                    .range(prefix..)
+                    .take_while(|(w, _)| w.starts_with(prefix))
+                    .map(|(_, n)| n)
+                    .sum(),
+            ),
+            _ => Some(words.get(self.name.as_str()).copied().unwrap_or(0)),
         }
     }
 
@@ -231,24 +236,10 @@ pub fn macro_report(
             m
         })
         .collect();
-    // Uses of a name in a file; None for the fallback and the group,
-    // which may act on any file.
-    let uses = |c: &Candidate, f: usize| -> Option<usize> {
-        if matches!(c.origin, Origin::CapsFallback | Origin::AllRepository) {
-            return None;
-        }
-        Some(
-            words[f]
-                .iter()
-                .filter(|(w, _)| c.matches(w))
-                .map(|(_, n)| n)
-                .sum(),
-        )
-    };
     // (rule, file, uses) for each file a rule may act on.
     let pairs: Vec<(usize, usize, usize)> = (0..candidates.len())
         .flat_map(|c| (0..texts.len()).map(move |f| (c, f)))
-        .filter_map(|(c, f)| match uses(&candidates[c], f) {
+        .filter_map(|(c, f)| match candidates[c].uses_in(&words[f]) {
             None => Some((c, f, 0)),
             Some(0) => None,
             Some(n) => Some((c, f, n)),
