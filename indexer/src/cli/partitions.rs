@@ -27,7 +27,7 @@ pub(crate) struct PartitionsArgs {
     #[arg(long, required = true, num_args = 1..)]
     questions: Vec<PathBuf>,
     /// Numbers of probed partitions to measure.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,6,8,12,16")]
+    #[arg(long, value_delimiter = ',', default_value = "4,8,16,24,32,48,64")]
     probe: Vec<usize>,
     /// Recall is measured on the top `k` chunks.
     #[arg(long, default_value_t = 10)]
