@@ -223,9 +223,10 @@ function startSemantic() {
   return semanticLoad;
 }
 
-// Retrieve, fetching the keyword postings of the query's terms and the
-// vectors of the partitions it probes first when they are not loaded yet;
-// `ms` is the time of the final retrieval.
+// Retrieve, fetching first what is not loaded yet: the keyword postings
+// of the query's terms, the codes of the vector partitions it probes, then
+// the vectors of the few chunks it refines; `ms` is the time of the final
+// retrieval.
 async function retrieveLoaded(query, vector) {
   for (let round = 0; round < 8; round++) {
     const t = performance.now();
@@ -244,9 +245,15 @@ async function retrieveLoaded(query, vector) {
         const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
         engine.addPartition(m.partition, bytes);
       }),
+      // Listed in a loaded partition's shard: checked against its hash.
+      ...r.need_blocks.map(async (m) => {
+        const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase() };
+        const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
+        engine.addBlock(m.block, bytes);
+      }),
     ]);
   }
-  throw new Error('the keyword postings and vector partitions did not settle');
+  throw new Error('the keyword postings and vector shards did not settle');
 }
 
 // Cards whose text (gloss, code) is fetched with the results; the text of

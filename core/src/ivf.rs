@@ -4,9 +4,10 @@
 //!
 //! It exists so that semantic search in a browser costs what a query
 //! needs, not what the corpus holds: the site ships the centroids and the
-//! two per-chunk bytes as a small directory, and the vectors as one shard
-//! per partition; a query fetches the directory once, then only the
-//! partitions whose centroids lie nearest to it. The native CLI runs the
+//! two per-chunk bytes as a small directory, and each partition's product
+//! codes ([`crate::pq`]) as one shard; a query fetches the directory once,
+//! then only the partitions whose centroids lie nearest to it, then the
+//! int8 vectors of the few chunks it refines. The native CLI runs the
 //! very same search over the same partitions (`[retrieval] ivf_probe`), so
 //! both rank alike, to the chunk.
 //!
@@ -32,6 +33,10 @@ use crate::vectors::QVec;
 ///   64 reaches 0.955 at 411 KiB (probe 16); directory 116 against 63 KiB;
 /// - 44k chunks (40 questions): 32 reaches 0.930 at 446 KiB (probe 48),
 ///   64 reaches 0.877 at 450 KiB (probe 24); directory 598 against 324 KiB.
+///
+/// (Those shards held int8 vectors. With product codes and 30 chunks
+/// refined, 32 still beats 64 on the 44k chunks: 0.957 at 316 KiB p50
+/// with probe 96, against 0.965 at 485 KiB with probe 80.)
 pub const DEFAULT_PARTITION_SIZE: usize = 32;
 /// Lloyd iterations of the k-means.
 const ITERATIONS: usize = 12;
@@ -70,6 +75,11 @@ impl Probe {
     pub fn contains(&self, p: u16) -> bool {
         self.probed.get(p as usize).copied().unwrap_or(false)
     }
+
+    /// The squared distance from the query to partition `p`'s centroid.
+    pub fn centroid_distance(&self, p: u16) -> Option<f32> {
+        self.centroid_distance.get(p as usize).copied()
+    }
 }
 
 impl Ivf {
@@ -93,36 +103,7 @@ impl Ivf {
         if k == 0 {
             return Ivf::default();
         }
-        let dim = vectors[0].len();
-        let mut centroids = plus_plus(vectors, k, seed);
-        let mut assignment = vec![0usize; n];
-        for _ in 0..ITERATIONS {
-            let mut worst = (f32::MIN, 0usize);
-            for (i, v) in vectors.iter().enumerate() {
-                let (c, d) = nearest(&centroids, v);
-                assignment[i] = c;
-                if d > worst.0 {
-                    worst = (d, i);
-                }
-            }
-            let mut sums = vec![vec![0.0f64; dim]; k];
-            let mut counts = vec![0usize; k];
-            for (v, &c) in vectors.iter().zip(&assignment) {
-                counts[c] += 1;
-                for (s, x) in sums[c].iter_mut().zip(v) {
-                    *s += f64::from(*x);
-                }
-            }
-            for (c, (sum, count)) in sums.into_iter().zip(counts).enumerate() {
-                if count == 0 {
-                    // Re-seed an empty partition with the worst-served point.
-                    centroids[c] = vectors[worst.1].clone();
-                    worst.0 = f32::MIN;
-                    continue;
-                }
-                centroids[c] = sum.into_iter().map(|s| (s / count as f64) as f32).collect();
-            }
-        }
+        let centroids = kmeans(vectors, k, seed);
         let stored: Vec<QVec> = centroids.iter().map(|c| QVec::quantize(c)).collect();
         let dequantized: Vec<Vec<f32>> = stored.iter().map(QVec::dequantize).collect();
         let mut partition_of = Vec::with_capacity(n);
@@ -232,6 +213,43 @@ impl Ivf {
         let r = f32::from(*self.residual_sq.get(chunk as usize)?) * RESIDUAL_STEP;
         Some(probe.centroid_distance.get(p as usize)? + r)
     }
+}
+
+/// k-means of `vectors` into `k` clusters (`1 <= k <= vectors.len()`):
+/// seeded k-means++ starting points, then Lloyd iterations, an empty
+/// cluster re-seeded with the point farthest from its centroid.
+fn kmeans(vectors: &[Vec<f32>], k: usize, seed: u64) -> Vec<Vec<f32>> {
+    let dim = vectors[0].len();
+    let mut centroids = plus_plus(vectors, k, seed);
+    let mut assignment = vec![0usize; vectors.len()];
+    for _ in 0..ITERATIONS {
+        let mut worst = (f32::MIN, 0usize);
+        for (i, v) in vectors.iter().enumerate() {
+            let (c, d) = nearest(&centroids, v);
+            assignment[i] = c;
+            if d > worst.0 {
+                worst = (d, i);
+            }
+        }
+        let mut sums = vec![vec![0.0f64; dim]; k];
+        let mut counts = vec![0usize; k];
+        for (v, &c) in vectors.iter().zip(&assignment) {
+            counts[c] += 1;
+            for (s, x) in sums[c].iter_mut().zip(v) {
+                *s += f64::from(*x);
+            }
+        }
+        for (c, (sum, count)) in sums.into_iter().zip(counts).enumerate() {
+            if count == 0 {
+                // Re-seed an empty cluster with the worst-served point.
+                centroids[c] = vectors[worst.1].clone();
+                worst.0 = f32::MIN;
+                continue;
+            }
+            centroids[c] = sum.into_iter().map(|s| (s / count as f64) as f32).collect();
+        }
+    }
+    centroids
 }
 
 /// The nearest centroid to `v` and its squared distance (ties: lowest id).

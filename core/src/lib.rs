@@ -22,6 +22,7 @@ pub mod ivf;
 pub mod lexical;
 pub mod lines;
 pub mod model;
+pub mod pq;
 pub mod query;
 pub mod report;
 pub mod retrieve;

@@ -171,7 +171,8 @@ fn web_files(data: &IndexData) -> Files {
 
 /// The fixed index laid out for a site ranked with `ivf_probe = 1`, its
 /// vectors cut into partitions of about 2: `codegloss.json`, the vector
-/// directory and every partition shard (besides the shards of `web`).
+/// directory, every partition shard and every refine block (besides the
+/// shards of `web`).
 fn web_ivf_files(data: &IndexData) -> Files {
     web_layout(data, Some(2))
 }
@@ -445,13 +446,20 @@ fn partitioned_golden_files_load_every_vector() {
     index
         .add_vector_directory(&read(&dir, &directory.name))
         .expect("the golden directory loads");
-    let partitions = index.corpus.ivf.as_ref().map_or(0, |i| i.len());
+    let pv = index.corpus.partitioned.as_ref().expect("partitions");
+    let (partitions, blocks) = (pv.ivf.len(), pv.blocks());
     assert!(partitions > 1, "{partitions} partitions");
     for p in 0..partitions {
         let name = index.partition_shard(p).expect("listed").name.clone();
         index
             .add_partition(p, &read(&dir, &name))
             .expect("a golden partition loads");
+    }
+    for b in 0..blocks {
+        let name = index.block_shard(b).expect("listed").name.clone();
+        index
+            .add_block(b, &read(&dir, &name))
+            .expect("a golden refine block loads");
     }
     for (i, chunk) in data.chunks.iter().enumerate() {
         let expected = QVec::quantize(&vector(i as u32)).dequantize();

@@ -328,13 +328,14 @@ fn drive_web<'a>(
         let qv = index.has_vectors().then_some(qv.as_slice());
         let mut result = None;
         // The engine answers `need_postings` until a search is final.
-        for _ in 0..4 {
+        for _ in 0..6 {
             let Ok(r) = retrieve(&index.corpus, &q, qv, &settings) else {
                 break;
             };
             let need = index.missing_postings();
             let partitions = index.missing_partitions();
-            if need.is_empty() && partitions.is_empty() {
+            let blocks = index.missing_blocks();
+            if need.is_empty() && partitions.is_empty() && blocks.is_empty() {
                 result = Some(r);
                 break;
             }
@@ -347,6 +348,12 @@ fn drive_web<'a>(
                 let name = index.partition_shard(p).map(|s| s.name.clone());
                 if let Some(bytes) = name.as_deref().and_then(get) {
                     let _ = index.add_partition(p, bytes);
+                }
+            }
+            for b in blocks {
+                let name = index.block_shard(b).map(|s| s.name.clone());
+                if let Some(bytes) = name.as_deref().and_then(get) {
+                    let _ = index.add_block(b, bytes);
                 }
             }
         }

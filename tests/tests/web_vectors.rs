@@ -84,9 +84,9 @@ fn open_with_directory(s: &SiteIndex) -> WebIndex {
     w
 }
 
-/// Retrieve as the worker does: add the postings and partitions a
-/// retrieval asked for, until it asks for none. Returns the retrieval and
-/// the partitions fetched.
+/// Retrieve as the worker does: add the postings, partitions and refine
+/// blocks a retrieval asked for, until it asks for none. Returns the
+/// retrieval and the partitions fetched.
 fn retrieve_web(
     w: &mut WebIndex,
     s: &SiteIndex,
@@ -99,7 +99,8 @@ fn retrieve_web(
         let r = retrieve(&w.corpus, q, Some(v), settings).unwrap();
         let postings = w.missing_postings();
         let partitions = w.missing_partitions();
-        if postings.is_empty() && partitions.is_empty() {
+        let blocks = w.missing_blocks();
+        if postings.is_empty() && partitions.is_empty() && blocks.is_empty() {
             return (r, fetched);
         }
         for p in postings {
@@ -110,6 +111,10 @@ fn retrieve_web(
             let name = w.partition_shard(p).unwrap().name.clone();
             w.add_partition(p, bytes_of(s, &name)).unwrap();
             fetched.push(p);
+        }
+        for b in blocks {
+            let name = w.block_shard(b).unwrap().name.clone();
+            w.add_block(b, bytes_of(s, &name)).unwrap();
         }
     }
     panic!("{q}: the shards did not settle");
@@ -131,11 +136,14 @@ fn the_directory_lists_every_partition_and_the_manifest_none() {
         assert_eq!(info.kind, ShardKind::Partition);
         assert_eq!(bytes_of(&s, &info.name).len() as u64, info.bytes);
     }
-    // Every shard written is listed: the manifest's, or a partition.
+    // Every shard written is listed: the manifest's, a partition, or a
+    // refine block that a partition lists.
+    let blocks = w.corpus.partitioned.as_ref().unwrap().blocks();
+    assert!(blocks >= all, "{blocks} blocks");
     assert_eq!(
         s.files.len(),
-        m.shards.len() + all,
-        "partition shards are written beside the listed ones"
+        m.shards.len() + all + blocks,
+        "partition shards and blocks are written beside the listed ones"
     );
     // Without ivf_probe, the site keeps one vectors shard.
     assert!(site(0).manifest.vectors_shard().is_some());
@@ -159,8 +167,12 @@ fn the_browser_ranks_like_the_cli_with_partitions_and_fetches_only_the_probed_on
         assert_eq!(a.chunks, b.chunks, "{q}");
         assert!(fetched.len() <= 2, "{q}: fetched {fetched:?}");
     }
-    let loaded = w.corpus.partitions_loaded.iter().filter(|l| **l).count();
+    let pv = w.corpus.partitioned.as_ref().unwrap();
+    let loaded = pv.partitions_loaded.iter().filter(|l| **l).count();
     assert!(loaded < all, "{loaded} of {all} partitions loaded");
+    // Only the refined chunks' blocks are fetched, not every probed one.
+    let blocks = pv.blocks_loaded.iter().filter(|l| **l).count();
+    assert!(blocks < pv.blocks(), "{blocks} of {} blocks", pv.blocks());
     // A fresh reader fetches the question's partitions in its first round.
     let mut fresh = open_with_directory(&s);
     let (q, v) = &f.queries[1];
@@ -175,11 +187,15 @@ fn probing_every_partition_finds_the_exact_nearest_chunks() {
         Some(VectorIndex::decode(&f.vectors.encode().unwrap()).unwrap()),
         f.lexical.clone(),
     );
-    let every = settings(f.vectors.ivf.len());
+    let every = RetrievalSettings {
+        ivf_refine: usize::MAX,
+        ..settings(f.vectors.ivf.len())
+    };
     for (q, v) in &f.queries {
         let exact = f.vectors.search_exact(v, 5).unwrap();
         let r = retrieve(&native, q, Some(v), &every).unwrap();
-        // Every chunk distance is exact once every partition is probed.
+        // Every chunk distance is exact once every partition is probed and
+        // every probed chunk refined.
         for c in r.chunks.iter().filter(|c| c.score.distance.is_some()) {
             let d = c.score.distance.unwrap();
             let truth = native.distance(Some(v), c.chunk).unwrap();
@@ -190,7 +206,7 @@ fn probing_every_partition_finds_the_exact_nearest_chunks() {
 }
 
 #[test]
-fn damaged_or_misplaced_partitions_are_typed_errors() {
+fn damaged_or_misplaced_partitions_and_blocks_are_typed_errors() {
     let s = site(2);
     let mut w = open_with_directory(&s);
     let first = w.partition_shard(0).unwrap().name.clone();
@@ -205,7 +221,31 @@ fn damaged_or_misplaced_partitions_are_typed_errors() {
     flipped[last] ^= 1;
     assert!(w.add_partition(0, &flipped).is_err());
     assert!(w.add_partition(10_000, bytes_of(&s, &first)).is_err());
-    assert!(w.corpus.partitions_loaded.iter().all(|l| !l));
+    let loaded = |w: &WebIndex| {
+        w.corpus
+            .partitioned
+            .as_ref()
+            .unwrap()
+            .partitions_loaded
+            .clone()
+    };
+    assert!(loaded(&w).iter().all(|l| !l));
+    // A refine block is known only once its partition is loaded.
+    assert!(matches!(
+        w.add_block(0, b"anything"),
+        Err(CoreError::Manifest { .. })
+    ));
     w.add_partition(0, bytes_of(&s, &first)).unwrap();
-    assert!(w.corpus.partitions_loaded[0]);
+    assert!(loaded(&w)[0]);
+    let block = w.block_shard(0).unwrap().name.clone();
+    let mut damaged = bytes_of(&s, &block).to_vec();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 1;
+    assert!(w.add_block(0, &damaged).is_err());
+    // Partition 0's second block, if any, is not its first.
+    if let Some(other) = w.block_shard(1).map(|i| i.name.clone()) {
+        assert!(w.add_block(0, bytes_of(&s, &other)).is_err());
+    }
+    w.add_block(0, bytes_of(&s, &block)).unwrap();
+    assert!(w.corpus.partitioned.as_ref().unwrap().blocks_loaded[0]);
 }

@@ -119,6 +119,14 @@ impl Engine {
             .map_err(|e| js_error("vector partition", e))
     }
 
+    /// Add a refine block's bytes (`block` from `need_blocks`).
+    #[wasm_bindgen(js_name = addBlock)]
+    pub fn add_block(&mut self, block: usize, bytes: &[u8]) -> Result<(), JsError> {
+        self.index
+            .add_block(block, bytes)
+            .map_err(|e| js_error("vector block", e))
+    }
+
     /// The index's embedding spec as JSON (for `QueryEncoder`), when it
     /// has vectors.
     #[wasm_bindgen(js_name = embeddingSpec)]
@@ -145,11 +153,12 @@ impl Engine {
     /// Retrieve for a question. `query_vector` is the embedded
     /// [`Engine::query_text`] (omit it for keyword and structure only).
     /// Returns JSON `{need_postings: [{position, name, bytes}],
-    /// need_partitions: [{partition, name, bytes, sha256}]}` when the keyword
-    /// postings of some query terms or the vectors of some probed
-    /// partitions must be fetched first (hand them to
-    /// [`Engine::add_postings`] and [`Engine::add_partition`] and search
-    /// again), else `{chunks:
+    /// need_partitions: [{partition, name, bytes, sha256}], need_blocks:
+    /// [{block, name, bytes, sha256}]}` when the keyword postings of some
+    /// query terms, the codes of some probed partitions or the vectors of
+    /// some refined chunks must be fetched first (hand them to
+    /// [`Engine::add_postings`], [`Engine::add_partition`] and
+    /// [`Engine::add_block`] and search again), else `{chunks:
     /// [...], files, missing: [{position, name, bytes}]}`: `missing` lists
     /// the text shards to fetch and hand to [`Engine::add_text`] before
     /// [`Engine::cards`] and [`Engine::prompt`] show their text.
@@ -170,7 +179,8 @@ impl Engine {
         // terms whose lists are not here yet, its result is not final.
         let need = self.index.missing_postings();
         let partitions = self.index.missing_partitions();
-        if !need.is_empty() || !partitions.is_empty() {
+        let blocks = self.index.missing_blocks();
+        if !need.is_empty() || !partitions.is_empty() || !blocks.is_empty() {
             let partitions: Vec<Value> = partitions
                 .into_iter()
                 .filter_map(|p| {
@@ -178,9 +188,17 @@ impl Engine {
                     Some(json!({"partition": p, "name": s.name, "bytes": s.bytes, "sha256": s.sha256}))
                 })
                 .collect();
+            let blocks: Vec<Value> = blocks
+                .into_iter()
+                .filter_map(|b| {
+                    let s = self.index.block_shard(b)?;
+                    Some(json!({"block": b, "name": s.name, "bytes": s.bytes, "sha256": s.sha256}))
+                })
+                .collect();
             return Ok(json!({
                 "need_postings": self.shard_refs(need),
                 "need_partitions": partitions,
+                "need_blocks": blocks,
             })
             .to_string());
         }

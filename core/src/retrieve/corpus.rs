@@ -7,13 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::CoreError;
 use crate::format::IndexData;
-use crate::ivf::{Ivf, Probe};
-use crate::lexical::{identifier_parts, stem, LexicalIndex, Wanted};
+use crate::ivf::Probe;
+use crate::lexical::{identifier_parts, stem, LexicalIndex};
 use crate::model::{EdgeKind, EntityKind};
 use crate::text::{base_name, file_name};
 use crate::vectors::VectorIndex;
 
 use super::features::TextFeatures;
+use super::partitioned::PartitionedVectors;
 
 /// Index data plus lookups.
 pub struct Corpus {
@@ -24,16 +25,10 @@ pub struct Corpus {
     /// Dequantised vectors by chunk id (empty without vectors; in the
     /// browser, empty for a chunk whose partition is not loaded).
     pub chunk_vectors: Vec<Vec<f32>>,
-    /// The vectors' inverted-file partitions, when the index has vectors
-    /// (natively from the vectors file, in the browser from the vector
-    /// directory).
-    pub ivf: Option<Ivf>,
-    /// Per partition: whether its vectors are in `chunk_vectors` (all of
-    /// them natively).
-    pub partitions_loaded: Vec<bool>,
-    /// Probed partitions that were not loaded, since the last
-    /// [`Corpus::take_wanted_partitions`].
-    partitions_wanted: Wanted,
+    /// The vectors' inverted-file partitions and product codes, when the
+    /// index has vectors (natively from the vectors file, in the browser
+    /// from the vector directory).
+    pub partitioned: Option<PartitionedVectors>,
     /// Keyword index.
     pub lexical: LexicalIndex,
     /// Chunk ids per entity, in part order.
@@ -161,15 +156,14 @@ impl Corpus {
             .as_ref()
             .map(|v| v.all_vectors())
             .unwrap_or_default();
-        let ivf = vectors.as_ref().map(|v| v.ivf.clone());
-        let partitions_loaded = vec![true; ivf.as_ref().map_or(0, Ivf::len)];
+        let partitioned = vectors
+            .as_ref()
+            .map(|v| PartitionedVectors::complete(v.ivf.clone(), v.hnsw.seed));
         Corpus {
             data,
             vectors,
             chunk_vectors,
-            ivf,
-            partitions_loaded,
-            partitions_wanted: Wanted::default(),
+            partitioned,
             lexical,
             chunks_of_entity,
             file_entity,
@@ -223,10 +217,14 @@ impl Corpus {
     /// The `nprobe` partitions nearest to `query`, recording those not
     /// loaded; none when `nprobe` is 0 or the vectors are not partitioned.
     pub fn probe(&self, query: &[f32], nprobe: usize) -> Result<Option<Probe>, CoreError> {
-        let Some(ivf) = self.ivf.as_ref().filter(|i| nprobe > 0 && !i.is_empty()) else {
+        let Some(pv) = self
+            .partitioned
+            .as_ref()
+            .filter(|pv| nprobe > 0 && !pv.ivf.is_empty())
+        else {
             return Ok(None);
         };
-        let dim = ivf.centroids[0].data.len();
+        let dim = pv.ivf.centroids[0].data.len();
         if query.len() != dim {
             return Err(CoreError::ModelMismatch {
                 field: "dimension".into(),
@@ -234,47 +232,11 @@ impl Corpus {
                 query: query.len().to_string(),
             });
         }
-        let probe = ivf.probe(query, nprobe);
-        let mut wanted = self.partitions_wanted.lock();
+        let probe = pv.ivf.probe(query, nprobe);
         for &p in &probe.partitions {
-            if !self
-                .partitions_loaded
-                .get(p as usize)
-                .copied()
-                .unwrap_or(false)
-            {
-                wanted.insert(p as usize);
-            }
+            pv.want_partition(p as usize);
         }
         Ok(Some(probe))
-    }
-
-    /// The `k` chunks of the probed partitions nearest to `query`
-    /// `(chunk, squared distance)`, nearest first, ties by chunk id: the
-    /// dense candidates under `ivf_probe`. Chunks whose vectors are not
-    /// loaded are skipped (their partitions are recorded as wanted).
-    pub fn nearest_probed(&self, probe: &Probe, query: &[f32], k: usize) -> Vec<(u32, f32)> {
-        let Some(ivf) = &self.ivf else {
-            return Vec::new();
-        };
-        let mut hits: Vec<(u32, f32)> = ivf
-            .partition_of
-            .iter()
-            .enumerate()
-            .filter(|(_, &p)| probe.contains(p))
-            .filter_map(|(c, _)| Some((c as u32, self.distance(Some(query), c as u32)?)))
-            .collect();
-        hits.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        hits.truncate(k);
-        hits
-    }
-
-    /// The probed partitions that were not loaded since the last call
-    /// (sorted). A retrieval that wanted none ran on complete vectors.
-    pub fn take_wanted_partitions(&self) -> Vec<usize> {
-        std::mem::take(&mut *self.partitions_wanted.lock())
-            .into_iter()
-            .collect()
     }
 
     /// Squared L2 distance between a query vector and a chunk's vector.

@@ -2,10 +2,18 @@
 //! its distance to any chunk. It exists so that every stage asks one place
 //! how far a chunk is, whichever search the settings choose: exact or HNSW
 //! over every vector (`ivf_probe = 0`), or the inverted-file partitions
-//! nearest to the question (`ivf_probe > 0`), where a chunk outside the
-//! probed partitions gets the directory's estimate (see [`crate::ivf`]).
-//! The browser, which loads only the probed partitions, then ranks exactly
-//! as the CLI, which holds them all.
+//! nearest to the question (`ivf_probe > 0`).
+//!
+//! Under `ivf_probe`, the chunks of the probed partitions are ranked by
+//! their product codes ([`crate::pq`]); the `ivf_refine` nearest of them
+//! get their exact distance from their int8 vectors, the other probed
+//! chunks keep the codes' estimate, and a chunk outside the probed
+//! partitions gets the directory's estimate (see [`crate::ivf`]). Which
+//! chunks are refined depends only on the probe and the codes, never on
+//! what else happens to be loaded, so the browser, which loads only what a
+//! question needs, ranks exactly as the CLI, which holds everything.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Corpus, RetrievalSettings};
 use crate::error::CoreError;
@@ -17,12 +25,18 @@ pub(super) struct Dense<'a> {
     vector: Option<&'a [f32]>,
     probe: Option<Probe>,
     exact_below: usize,
+    /// Under a probe: every chunk of the loaded probed partitions, with
+    /// its distance estimated from its code.
+    coded: BTreeMap<u32, f32>,
+    /// Under a probe: the chunks refined with their exact distance.
+    refined: BTreeSet<u32>,
 }
 
 impl<'a> Dense<'a> {
     /// Bind `vector` (none: keyword and structural retrieval only). With
     /// `ivf_probe > 0` and partitioned vectors, probe the nearest
-    /// partitions now (the corpus records those it lacks).
+    /// partitions and choose the chunks to refine now (the corpus records
+    /// the partitions and refine blocks it lacks).
     pub(super) fn new(
         corpus: &'a Corpus,
         vector: Option<&'a [f32]>,
@@ -32,11 +46,36 @@ impl<'a> Dense<'a> {
             Some(q) => corpus.probe(q, settings.ivf_probe)?,
             None => None,
         };
+        let mut coded = BTreeMap::new();
+        let mut refined = BTreeSet::new();
+        if let (Some(q), Some(probe), Some(pv)) = (vector, &probe, &corpus.partitioned) {
+            let codes = pv.codes(&corpus.chunk_vectors);
+            let table = codes.table(q);
+            for &p in &probe.partitions {
+                if !pv.partitions_loaded[p as usize] {
+                    continue;
+                }
+                let cd = probe.centroid_distance(p).unwrap_or(f32::INFINITY);
+                for &c in &pv.members[p as usize] {
+                    coded.insert(c, codes.distance(&table, cd, c as usize));
+                }
+            }
+            let mut order: Vec<(u32, f32)> = coded.iter().map(|(&c, &d)| (c, d)).collect();
+            order.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            for &(c, _) in order.iter().take(settings.ivf_refine) {
+                refined.insert(c);
+                if corpus.distance(Some(q), c).is_none() {
+                    pv.want_block_of(c);
+                }
+            }
+        }
         Ok(Dense {
             corpus,
             vector,
             probe,
             exact_below: settings.exact_search_below,
+            coded,
+            refined,
         })
     }
 
@@ -45,8 +84,12 @@ impl<'a> Dense<'a> {
         self.vector
     }
 
-    /// A chunk's stored vector, when loaded.
+    /// A chunk's stored vector, when loaded (under a probe: only for a
+    /// refined chunk).
     pub(super) fn stored(&self, chunk: u32) -> Option<&'a [f32]> {
+        if self.probe.is_some() && !self.refined.contains(&chunk) {
+            return None;
+        }
         self.corpus
             .chunk_vectors
             .get(chunk as usize)
@@ -54,14 +97,18 @@ impl<'a> Dense<'a> {
             .filter(|v| !v.is_empty())
     }
 
-    /// Squared L2 distance from the query to a chunk: exact, or for a
-    /// chunk outside the probed partitions, the directory's estimate.
+    /// Squared L2 distance from the query to a chunk: exact, or under a
+    /// probe, exact for a refined chunk, from its code for another probed
+    /// one, and the directory's estimate elsewhere.
     pub(super) fn distance(&self, chunk: u32) -> Option<f32> {
         let q = self.vector?;
-        if let (Some(probe), Some(ivf)) = (&self.probe, &self.corpus.ivf) {
-            let p = *ivf.partition_of.get(chunk as usize)?;
+        if let (Some(probe), Some(pv)) = (&self.probe, &self.corpus.partitioned) {
+            let p = *pv.ivf.partition_of.get(chunk as usize)?;
             if !probe.contains(p) {
-                return ivf.estimate(probe, chunk);
+                return pv.ivf.estimate(probe, chunk);
+            }
+            if !self.refined.contains(&chunk) {
+                return self.coded.get(&chunk).copied();
             }
         }
         self.corpus.distance(Some(q), chunk)
@@ -73,8 +120,15 @@ impl<'a> Dense<'a> {
         let Some(q) = self.vector else {
             return Ok(Vec::new());
         };
-        if let Some(probe) = &self.probe {
-            return Ok(self.corpus.nearest_probed(probe, q, k));
+        if self.probe.is_some() {
+            let mut hits: Vec<(u32, f32)> = self
+                .coded
+                .keys()
+                .filter_map(|&c| Some((c, self.distance(c)?)))
+                .collect();
+            hits.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            hits.truncate(k);
+            return Ok(hits);
         }
         let Some(v) = &self.corpus.vectors else {
             return Ok(Vec::new());
@@ -84,4 +138,40 @@ impl<'a> Dense<'a> {
             .map(|h| (h.chunk, h.distance))
             .collect())
     }
+}
+
+/// The dense search of one query alone, and what it read: how
+/// `codegloss partitions` measures recall and bytes per question.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SemanticSearch {
+    /// The nearest chunks `(chunk, squared distance)`, nearest first.
+    pub hits: Vec<(u32, f32)>,
+    /// The partitions probed (none without a probe).
+    pub partitions: Vec<u16>,
+    /// The refine blocks of the refined chunks, ascending.
+    pub blocks: Vec<u32>,
+}
+
+/// Search `query`'s `k` nearest chunks as retrieval's dense stage does.
+pub fn semantic_search(
+    corpus: &Corpus,
+    query: &[f32],
+    settings: &RetrievalSettings,
+    k: usize,
+) -> Result<SemanticSearch, CoreError> {
+    let dense = Dense::new(corpus, Some(query), settings)?;
+    let hits = dense.search(k)?;
+    let blocks: BTreeSet<u32> = match &corpus.partitioned {
+        Some(pv) => dense
+            .refined
+            .iter()
+            .filter_map(|&c| pv.block_of(c))
+            .collect(),
+        None => BTreeSet::new(),
+    };
+    Ok(SemanticSearch {
+        hits,
+        partitions: dense.probe.map(|p| p.partitions).unwrap_or_default(),
+        blocks: blocks.into_iter().collect(),
+    })
 }

@@ -23,6 +23,7 @@ mod dense;
 mod expand;
 pub mod features;
 mod filter;
+pub mod partitioned;
 mod pool;
 mod rerank;
 pub mod router;
@@ -33,6 +34,8 @@ pub mod signals;
 use serde::Serialize;
 
 pub use corpus::Corpus;
+pub use dense::{semantic_search, SemanticSearch};
+pub use partitioned::{PartitionedVectors, REFINE_BLOCK};
 pub use router::{route, EntityTarget, ExpansionMode, Route};
 pub use settings::{Fusion, RetrievalSettings};
 pub use signals::QuerySignals;

@@ -88,6 +88,10 @@ pub struct RetrievalSettings {
     /// [`crate::ivf`]); the browser then fetches only those partitions.
     /// 0: exact or HNSW search over every vector.
     pub ivf_probe: usize,
+    /// Under `ivf_probe`: this many of the probed chunks nearest by their
+    /// product codes get their exact distance from their int8 vectors
+    /// (the browser fetches those in small blocks; see [`crate::pq`]).
+    pub ivf_refine: usize,
 }
 
 impl Default for RetrievalSettings {
@@ -120,6 +124,7 @@ impl Default for RetrievalSettings {
             dense_feedback_weight: 0.5,
             expand_acronyms: true,
             ivf_probe: 0,
+            ivf_refine: 30,
         }
     }
 }

@@ -49,8 +49,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// Version of the web layout; bumped on any incompatible change (4: text
 /// shards carry each chunk's [`crate::model::CodeFrame`]; 5: vectors carry
 /// their partitions, and a site ranked with `ivf_probe > 0` ships them as
-/// a directory and partition shards).
-pub const WEB_FORMAT_VERSION: u32 = 5;
+/// a directory and partition shards; 6: partition shards carry product
+/// codes, and the int8 vectors move to refine blocks).
+pub const WEB_FORMAT_VERSION: u32 = 6;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard: about 8–16 KiB compressed, so a query
@@ -80,6 +81,9 @@ pub enum ShardKind {
     /// [`PartitionShard`]: one partition's vectors, listed in the
     /// directory (not the manifest).
     Partition,
+    /// [`vectors::BlockShard`]: the int8 vectors of a few chunks of one
+    /// partition, listed in the partition's shard.
+    Block,
 }
 
 impl ShardKind {
@@ -91,6 +95,7 @@ impl ShardKind {
             ShardKind::Postings => 4,
             ShardKind::VectorDirectory => 5,
             ShardKind::Partition => 6,
+            ShardKind::Block => 7,
         }
     }
 
@@ -103,16 +108,18 @@ impl ShardKind {
             ShardKind::Postings => "postings",
             ShardKind::VectorDirectory => "vectordir",
             ShardKind::Partition => "partition",
+            ShardKind::Block => "vecblock",
         }
     }
 
     /// Every kind.
-    pub const ALL: [ShardKind; 6] = [
+    pub const ALL: [ShardKind; 7] = [
         ShardKind::Search,
         ShardKind::Postings,
         ShardKind::Vectors,
         ShardKind::VectorDirectory,
         ShardKind::Partition,
+        ShardKind::Block,
         ShardKind::Text,
     ];
 }
@@ -587,8 +594,9 @@ pub struct WebIndex {
     /// The corpus; chunk text is present only for loaded text shards.
     pub corpus: Corpus,
     loaded: BTreeSet<usize>,
-    /// The partition shards, once the vector directory is loaded.
-    partitions: Vec<ShardInfo>,
+    /// The partition shards and refine blocks, once the vector directory
+    /// is loaded.
+    vector_shards: vectors::VectorShards,
 }
 
 impl WebIndex {
@@ -627,7 +635,7 @@ impl WebIndex {
             manifest,
             corpus: Corpus::with_features(data, None, lexical, t.features),
             loaded: BTreeSet::new(),
-            partitions: Vec::new(),
+            vector_shards: vectors::VectorShards::default(),
         })
     }
 
@@ -652,8 +660,10 @@ impl WebIndex {
             });
         }
         self.corpus.chunk_vectors = v.all_vectors();
-        self.corpus.partitions_loaded = vec![true; v.ivf.len()];
-        self.corpus.ivf = Some(v.ivf.clone());
+        self.corpus.partitioned = Some(crate::retrieve::PartitionedVectors::complete(
+            v.ivf.clone(),
+            v.hnsw.seed,
+        ));
         self.corpus.vectors = Some(v);
         Ok(())
     }
@@ -727,7 +737,7 @@ impl WebIndex {
 
     /// Whether vectors are loaded (all of them, or their directory).
     pub fn has_vectors(&self) -> bool {
-        self.corpus.vectors.is_some() || self.corpus.ivf.is_some()
+        self.corpus.vectors.is_some() || self.corpus.partitioned.is_some()
     }
 
     /// Positions (in the manifest's shard list) of the text shards still

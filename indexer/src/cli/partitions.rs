@@ -1,17 +1,18 @@
 //! `codegloss partitions`: how good and how cheap semantic search over the
 //! vectors' inverted-file partitions is on an index, for several numbers
-//! of probed partitions: recall@k of the partitioned search against exact
-//! search over every vector, and the bytes of partition shards a browser
-//! fetches for each question. This is how `[retrieval] ivf_probe` is
-//! chosen by measurement.
+//! of probed partitions: recall@k of the partitioned search (product codes,
+//! then the nearest refined with their int8 vectors) against exact search
+//! over every vector, and the bytes of partition shards and refine blocks
+//! a browser fetches for each question. This is how `[retrieval]
+//! ivf_probe` and `ivf_refine` are chosen by measurement.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use codegloss_core::report::p50_p95;
-use codegloss_core::retrieve::{Corpus, RetrievalSettings};
-use codegloss_core::web::build_site_index;
+use codegloss_core::retrieve::{semantic_search, Corpus, RetrievalSettings};
+use codegloss_core::web::{build_site_index, ShardKind};
 use codegloss_indexer::{eval, store};
 use serde::Serialize;
 
@@ -29,6 +30,9 @@ pub(crate) struct PartitionsArgs {
     /// Numbers of probed partitions to measure.
     #[arg(long, value_delimiter = ',', default_value = "4,8,16,24,32,48,64")]
     probe: Vec<usize>,
+    /// Chunks refined with their exact distance (`[retrieval] ivf_refine`).
+    #[arg(long, default_value_t = RetrievalSettings::default().ivf_refine)]
+    refine: usize,
     /// Recall is measured on the top `k` chunks.
     #[arg(long, default_value_t = 10)]
     k: usize,
@@ -55,7 +59,8 @@ struct Row {
     recall: f64,
     /// The lowest share of one question.
     recall_min: f64,
-    /// Partition shard bytes a question fetches, p50 / p95 / max.
+    /// Partition shard and refine block bytes a question fetches, p50 /
+    /// p95 / max.
     bytes_p50: f64,
     bytes_p95: f64,
     bytes_max: u64,
@@ -71,6 +76,10 @@ struct Report {
     directory_bytes: u64,
     /// Bytes of all partition shards together.
     partition_bytes: u64,
+    /// Bytes of all refine blocks together.
+    block_bytes: u64,
+    /// Chunks refined per question.
+    refine: usize,
     /// Bytes of the single vectors shard a site without partitions ships.
     single_shard_bytes: u64,
     rows: Vec<Row>,
@@ -110,12 +119,21 @@ pub(crate) fn run(args: PartitionsArgs) -> Result<()> {
         .iter()
         .map(|s| s.name.as_str())
         .collect();
-    let partition_sizes: Vec<u64> = site
+    // Unlisted in the manifest: each partition's refine blocks, then the
+    // partition's shard, partition after partition.
+    let (mut partition_sizes, mut block_sizes) = (Vec::new(), Vec::new());
+    for (name, bytes) in site
         .files
         .iter()
         .filter(|(n, _)| !names.contains(n.as_str()))
-        .map(|(_, b)| b.len() as u64)
-        .collect();
+    {
+        let kind = if name.starts_with(&format!("shards/{}-", ShardKind::Block.as_str())) {
+            &mut block_sizes
+        } else {
+            &mut partition_sizes
+        };
+        kind.push(bytes.len() as u64);
+    }
     anyhow::ensure!(
         partition_sizes.len() == lists.len(),
         "{} partition shards for {} partitions",
@@ -155,20 +173,24 @@ pub(crate) fn run(args: PartitionsArgs) -> Result<()> {
     for &probe in &args.probe {
         let mut recalls = Vec::new();
         let mut bytes = Vec::new();
+        let settings = RetrievalSettings {
+            ivf_probe: probe,
+            ivf_refine: args.refine,
+            ..RetrievalSettings::default()
+        };
         for (q, truth) in queries.iter().zip(&exact) {
-            let Some(p) = corpus.probe(q, probe)? else {
-                continue;
-            };
-            let found = corpus.nearest_probed(&p, q, args.k);
+            let found = semantic_search(&corpus, q, &settings, args.k)?;
             let hit = truth
                 .iter()
-                .filter(|c| found.iter().any(|(f, _)| f == *c))
+                .filter(|c| found.hits.iter().any(|(f, _)| f == *c))
                 .count();
             recalls.push(hit as f64 / truth.len().max(1) as f64);
             bytes.push(
-                p.partitions
+                found
+                    .partitions
                     .iter()
                     .map(|&i| partition_sizes[i as usize])
+                    .chain(found.blocks.iter().map(|&b| block_sizes[b as usize]))
                     .sum::<u64>(),
             );
         }
@@ -189,6 +211,8 @@ pub(crate) fn run(args: PartitionsArgs) -> Result<()> {
         partitions,
         directory_bytes,
         partition_bytes: partition_sizes.iter().sum(),
+        block_bytes: block_sizes.iter().sum(),
+        refine: args.refine,
         single_shard_bytes,
         rows,
     };
@@ -197,12 +221,14 @@ pub(crate) fn run(args: PartitionsArgs) -> Result<()> {
         return Ok(());
     }
     note!(
-        "{} questions; {} chunks in {} partitions; directory {} KiB, partitions {} KiB in all, one vectors shard {} KiB",
+        "{} questions; {} chunks in {} partitions, {} refined a question; directory {} KiB, partitions {} KiB and refine blocks {} KiB in all, one vectors shard {} KiB",
         report.questions,
         report.chunks,
         report.partitions,
+        report.refine,
         report.directory_bytes / 1024,
         report.partition_bytes / 1024,
+        report.block_bytes / 1024,
         report.single_shard_bytes / 1024
     );
     out!(
