@@ -264,17 +264,23 @@ fn nearest(centroids: &[Vec<f32>], v: &[f32]) -> (usize, f32) {
     best
 }
 
-/// k-means++ starting points: the first at a seeded position, each next
-/// drawn with probability proportional to its squared distance from the
-/// nearest point chosen so far (xorshift64* from `seed`).
-fn plus_plus(vectors: &[Vec<f32>], k: usize, seed: u64) -> Vec<Vec<f32>> {
+/// A seeded xorshift64* generator: the one source of randomness of the
+/// partitions and of the product codebooks ([`crate::pq`]).
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut s = seed | 1;
-    let mut next = move || {
+    move || {
         s ^= s >> 12;
         s ^= s << 25;
         s ^= s >> 27;
         s.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    };
+    }
+}
+
+/// k-means++ starting points: the first at a seeded position, each next
+/// drawn with probability proportional to its squared distance from the
+/// nearest point chosen so far (xorshift64* from `seed`).
+fn plus_plus(vectors: &[Vec<f32>], k: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut next = xorshift(seed);
     let n = vectors.len();
     let mut chosen = vec![vectors[(next() % n as u64) as usize].clone()];
     let mut best: Vec<f32> = vectors.iter().map(|v| squared_l2(v, &chosen[0])).collect();

@@ -30,7 +30,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
-use crate::ivf::Ivf;
+use crate::ivf::{xorshift, Ivf};
 
 /// Components per subspace: 96 one-byte codes for 384 dimensions.
 pub const SUBSPACE_DIM: usize = 4;
@@ -110,13 +110,18 @@ impl ProductQuantizer {
         Ok(())
     }
 
-    /// The codebooks in `f32`, in the same order.
-    fn decoded(&self) -> Vec<f32> {
-        let per = CODEBOOK_SIZE * self.sub_dim as usize;
-        self.codebooks
-            .chunks(per.max(1))
-            .zip(&self.scales)
-            .flat_map(|(book, &s)| book.iter().map(move |&b| f32::from(b) * s))
+    /// The codebooks in `f32`, component-major within each subspace
+    /// (subspace, then component, then centroid).
+    fn columns(&self) -> Vec<f32> {
+        let sub = self.sub_dim as usize;
+        let per = (CODEBOOK_SIZE * sub).max(1);
+        (0..self.codebooks.len())
+            .map(|i| {
+                let (m, rest) = (i / per, i % per);
+                let (t, j) = (rest / CODEBOOK_SIZE, rest % CODEBOOK_SIZE);
+                let byte = self.codebooks.get(m * per + j * sub + t).copied();
+                f32::from(byte.unwrap_or(0)) * self.scales.get(m).copied().unwrap_or(0.0)
+            })
             .collect()
     }
 }
@@ -137,13 +142,7 @@ fn train_subspace(points: &[f32], sub: usize, k: usize, seed: u64) -> Vec<f32> {
         return Vec::new();
     }
     // Distinct starting points: a seeded partial Fisher-Yates shuffle.
-    let mut s = seed | 1;
-    let mut next = move || {
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        s.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    };
+    let mut next = xorshift(seed);
     let mut order: Vec<usize> = (0..n).collect();
     for i in 0..k {
         let j = i + (next() % (n - i) as u64) as usize;
@@ -219,32 +218,20 @@ pub struct ProductCodes {
     pub codes: Vec<u8>,
     /// Per chunk: `|r|² + 2 c·r` of its decoded residual `r`.
     extra: Vec<f32>,
-    /// The codebooks in `f32`.
-    decoded: Vec<f32>,
-    /// The same, component-major within each subspace (subspace, then
-    /// component, then centroid), so that coding vectorises.
+    /// The codebooks in `f32`, component-major within each subspace
+    /// (subspace, then component, then centroid), so that coding
+    /// vectorises.
     columns: Vec<f32>,
 }
 
 impl ProductCodes {
     /// No codes yet for `chunks` chunks (the browser's start).
     pub fn empty(pq: ProductQuantizer, chunks: usize) -> ProductCodes {
-        let decoded = pq.decoded();
-        let sub = pq.sub_dim as usize;
-        let per = CODEBOOK_SIZE * sub;
-        let columns = (0..decoded.len())
-            .map(|i| {
-                let (m, rest) = (i / per.max(1), i % per.max(1));
-                let (t, j) = (rest / CODEBOOK_SIZE, rest % CODEBOOK_SIZE);
-                decoded[m * per + j * sub + t]
-            })
-            .collect();
         ProductCodes {
             codes: vec![0; chunks * pq.subspaces()],
             extra: vec![0.0; chunks],
+            columns: pq.columns(),
             pq,
-            decoded,
-            columns,
         }
     }
 
@@ -318,8 +305,8 @@ impl ProductCodes {
         self.codes[chunk * m..(chunk + 1) * m].copy_from_slice(code);
         let mut extra = 0.0f32;
         for (s, &b) in code.iter().enumerate() {
-            let at = (s * CODEBOOK_SIZE + usize::from(b)) * sub;
-            for (t, &r) in self.decoded[at..at + sub].iter().enumerate() {
+            for t in 0..sub {
+                let r = self.columns[(s * sub + t) * CODEBOOK_SIZE + usize::from(b)];
                 let c = centroid.get(s * sub + t).copied().unwrap_or(0.0);
                 extra += r * r + 2.0 * c * r;
             }
@@ -330,14 +317,14 @@ impl ProductCodes {
     /// The query's table: `q·r` of every codebook centroid, per subspace.
     pub fn table(&self, query: &[f32]) -> Vec<f32> {
         let sub = self.pq.sub_dim as usize;
-        self.decoded
-            .chunks(sub.max(1))
-            .enumerate()
-            .map(|(i, r)| {
-                let m = i / CODEBOOK_SIZE;
-                r.iter()
-                    .enumerate()
-                    .map(|(t, x)| x * query.get(m * sub + t).copied().unwrap_or(0.0))
+        (0..self.subspaces() * CODEBOOK_SIZE)
+            .map(|i| {
+                let (m, j) = (i / CODEBOOK_SIZE, i % CODEBOOK_SIZE);
+                (0..sub)
+                    .map(|t| {
+                        self.columns[(m * sub + t) * CODEBOOK_SIZE + j]
+                            * query.get(m * sub + t).copied().unwrap_or(0.0)
+                    })
                     .sum()
             })
             .collect()

@@ -64,7 +64,11 @@ impl<'a> Dense<'a> {
             order.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
             for &(c, _) in order.iter().take(settings.ivf_refine) {
                 refined.insert(c);
-                if corpus.distance(Some(q), c).is_none() {
+                if corpus
+                    .chunk_vectors
+                    .get(c as usize)
+                    .is_none_or(Vec::is_empty)
+                {
                     pv.want_block_of(c);
                 }
             }

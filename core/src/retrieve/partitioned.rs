@@ -159,14 +159,12 @@ mod tests {
 
     #[test]
     fn blocks_number_partition_after_partition() {
+        // Partition 0 holds 10 chunks (2 blocks), partition 1 holds 2.
         let ivf = Ivf {
-            centroids: Vec::new(),
+            centroids: vec![crate::vectors::QVec::quantize(&[1.0]); 2],
             partition_of: vec![0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
             residual_sq: vec![0; 12],
         };
-        // Partition 0 holds 10 chunks (2 blocks), partition 1 holds 2.
-        let mut ivf = ivf;
-        ivf.centroids = vec![crate::vectors::QVec::quantize(&[1.0]); 2];
         let s = PartitionedVectors::empty(ivf, 1, None);
         assert_eq!(s.blocks(), 3);
         assert_eq!(s.block_start, vec![0, 2]);
