@@ -266,6 +266,31 @@ fn view(question: &str) -> View {
     }
 }
 
+/// Every chunk of one file carries the same file evidence, within the
+/// weights' sum, and some file has evidence for a question in concepts;
+/// a question about a module gets none (a folder is no file).
+#[test]
+fn file_evidence_is_one_score_per_file_and_none_for_module_questions() {
+    let r = ask("How is charge transferred from particles to the grid?");
+    let mut per_file: std::collections::BTreeMap<&str, f32> = Default::default();
+    let primaries: Vec<_> = r
+        .chunks
+        .iter()
+        .filter(|c| c.role == Role::Primary)
+        .collect();
+    for p in &primaries {
+        let f = p.score.file;
+        // At most the dense and keyword weights together (3 + 2).
+        assert!((0.0..=5.0 + 1e-4).contains(&f), "{f}");
+        let prev = *per_file.entry(chunk(p.chunk).path.as_str()).or_insert(f);
+        assert_eq!(prev, f, "{}", chunk(p.chunk).path);
+    }
+    assert!(primaries.iter().any(|p| p.score.file > 0.0), "{per_file:?}");
+    let m = ask("Give an overview of the Solver module");
+    assert_eq!(m.route.entity_target, Some(EntityTarget::Module));
+    assert!(m.chunks.iter().all(|c| c.score.file == 0.0));
+}
+
 #[test]
 fn query_snapshots_one_per_intent() {
     let questions = [

@@ -33,6 +33,9 @@ pub struct Corpus {
     pub lexical: LexicalIndex,
     /// Chunk ids per entity, in part order.
     pub chunks_of_entity: Vec<Vec<u32>>,
+    /// Chunk ids per file id (the chunks of every entity in the file), in
+    /// chunk order.
+    pub chunks_of_file: Vec<Vec<u32>>,
     /// File-level entity per file id.
     pub file_entity: Vec<Option<u32>>,
     /// Lower-case file name → file ids.
@@ -80,8 +83,13 @@ impl Corpus {
     ) -> Self {
         let ne = data.entities.len();
         let mut chunks_of_entity = vec![Vec::new(); ne];
+        let mut chunks_of_file = vec![Vec::new(); data.files.len()];
         for c in &data.chunks {
             chunks_of_entity[c.entity as usize].push(c.id);
+            let file = data.entities.get(c.entity as usize).and_then(|e| e.file);
+            if let Some(list) = file.and_then(|f| chunks_of_file.get_mut(f as usize)) {
+                list.push(c.id);
+            }
         }
         let mut file_entity = vec![None; data.files.len()];
         let mut by_symbol: BTreeMap<String, Vec<u32>> = BTreeMap::new();
@@ -166,6 +174,7 @@ impl Corpus {
             partitioned,
             lexical,
             chunks_of_entity,
+            chunks_of_file,
             file_entity,
             by_file_name,
             by_base_name,
@@ -206,6 +215,13 @@ impl Corpus {
             .copied()
             .flatten()
             .and_then(|e| self.first_chunk(e))
+    }
+
+    /// The chunks of a file (none for an unknown file id).
+    pub fn chunks_of_file(&self, file: u32) -> &[u32] {
+        self.chunks_of_file
+            .get(file as usize)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// File id of a chunk's entity, when it has one.

@@ -22,6 +22,7 @@ pub mod corpus;
 mod dense;
 mod expand;
 pub mod features;
+mod file_evidence;
 mod filter;
 pub mod partitioned;
 mod pool;
@@ -110,6 +111,8 @@ pub struct ScoreParts {
     pub lexical: f32,
     /// Entity-target score before weighting.
     pub target: f32,
+    /// Evidence of the chunk's whole file, weighted (`file_evidence.rs`).
+    pub file: f32,
     /// BM25 score (raw).
     pub bm25: f32,
     /// Penalties (negative), included in `lexical`.

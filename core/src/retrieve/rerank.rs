@@ -1,7 +1,8 @@
 //! The metadata reranker of Listing 12: every candidate's semantic share
 //! (score or reciprocal-rank fusion), its lexical/metadata score with
 //! penalties, and its entity-target score, combined with the settings'
-//! weights; the pool is then sorted by the combined score.
+//! weights, plus the evidence of the candidate's whole file
+//! (`file_evidence.rs`); the pool is then sorted by the combined score.
 //!
 //! The weights below are the paper's where it gives them and were tuned on
 //! the IPPL benchmark otherwise; they are constants, not settings, because
@@ -10,6 +11,7 @@
 use std::collections::BTreeSet;
 
 use super::dense::Dense;
+use super::file_evidence::file_evidence;
 use super::pool::{Bm25, Candidate};
 use super::signals::name_parts;
 use super::{Corpus, Fusion, QuerySignals, RetrievalSettings, Route, ScoreParts, Source};
@@ -107,7 +109,8 @@ pub(super) fn rerank(
     bm25: &Bm25,
     settings: &RetrievalSettings,
 ) {
-    for cand in pool.iter_mut() {
+    let file_evidence = file_evidence(corpus, pool, route, dense, bm25);
+    for (i, cand) in pool.iter_mut().enumerate() {
         let c = &corpus.data.chunks[cand.chunk as usize];
         let distance = dense.distance(cand.chunk);
         let bm = bm25.scores[cand.chunk as usize];
@@ -123,14 +126,17 @@ pub(super) fn rerank(
         let (lexical, penalty) =
             lexical_score(corpus, c, cand, signals, route, bm / bm25.max, settings);
         let target = target_score(corpus, c, route);
+        let file = file_evidence[i];
         let combined = semantic
             + settings.lexical_metadata_weight * lexical
-            + settings.entity_target_weight * target;
+            + settings.entity_target_weight * target
+            + file;
         cand.score = ScoreParts {
             distance,
             semantic,
             lexical,
             target,
+            file,
             bm25: bm,
             penalty,
             combined,

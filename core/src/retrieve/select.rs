@@ -1,5 +1,5 @@
 //! Primary selection with the gates of Table 2: walk the sorted pool while
-//! the scores hold up (relative and absolute floors, the score-gap cliff),
+//! the chunks' own scores (without their file's evidence) hold up (relative and absolute floors, the score-gap cliff),
 //! cap chunks per symbol group and per file, swap one primary out of a
 //! dominant file, and put every exactly named file first.
 
@@ -48,7 +48,10 @@ pub(super) fn primaries(
 /// Indices into the sorted pool of the primary chunks (Table 2).
 fn select_primary(corpus: &Corpus, pool: &[Candidate], st: &RetrievalSettings) -> Vec<usize> {
     let data = &corpus.data;
-    let Some(best) = pool.first().map(|c| c.score.combined) else {
+    // The gates weigh a chunk by its own score: its file's evidence orders
+    // the pool but lets no weak chunk of a strong file past a floor.
+    let own = |c: &Candidate| c.score.combined - c.score.file;
+    let Some(best) = pool.iter().map(own).reduce(f32::max) else {
         return Vec::new();
     };
     let mut out: Vec<usize> = Vec::new();
@@ -59,7 +62,7 @@ fn select_primary(corpus: &Corpus, pool: &[Candidate], st: &RetrievalSettings) -
         if out.len() >= st.k {
             break;
         }
-        let s = cand.score.combined;
+        let s = own(cand);
         let weak =
             s < st.primary_score_relative_floor * best || s < st.primary_score_absolute_floor;
         if out.len() >= st.primary_min {

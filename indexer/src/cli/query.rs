@@ -193,11 +193,12 @@ fn run_query(
                 data.chunks[v.from_chunk as usize].symbol_name
             ),
             (None, _) => out!(
-                "    score {:.3} = semantic {:.3} + lexical {:.3} + target {:.3}{}; sources {:?}",
+                "    score {:.3} = semantic {:.3} + lexical {:.3} + target {:.3} + file {:.3}{}; sources {:?}",
                 rc.score.combined,
                 rc.score.semantic,
                 rc.score.lexical,
                 rc.score.target,
+                rc.score.file,
                 rc.score
                     .distance
                     .map(|d| format!(" (distance {d:.3})"))
