@@ -179,3 +179,10 @@ pub fn semantic_search(
         blocks: blocks.into_iter().collect(),
     })
 }
+
+/// A distance as the semantic share of a score, `1 / (1 + d)` (in
+/// `(0, 1]`, a negative distance counted as 0): the reranker's score
+/// fusion and the file evidence read distances the same way.
+pub(super) fn semantic_share(distance: f32) -> f32 {
+    1.0 / (1.0 + distance.max(0.0))
+}

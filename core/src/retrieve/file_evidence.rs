@@ -24,16 +24,16 @@
 
 use std::collections::BTreeMap;
 
-use super::dense::Dense;
+use super::dense::{semantic_share, Dense};
 use super::pool::{Bm25, Candidate};
 use super::{Corpus, EntityTarget, Route};
 
 /// Chunks of a file whose scores are averaged (the file's best ones).
-pub(super) const EVIDENCE_CHUNKS: usize = 3;
+const EVIDENCE_CHUNKS: usize = 3;
 /// Weight of the file's dense evidence, scaled to `[0, 1]`.
-pub(super) const DENSE_WEIGHT: f32 = 3.0;
+const DENSE_WEIGHT: f32 = 3.0;
 /// Weight of the file's keyword evidence, scaled to `[0, 1]`.
-pub(super) const BM25_WEIGHT: f32 = 2.0;
+const BM25_WEIGHT: f32 = 2.0;
 /// Smallest spread of evidence over the candidate files that is scaled;
 /// below it every file gets zero.
 const MIN_SPREAD: f32 = 1e-6;
@@ -51,16 +51,15 @@ pub(super) fn file_evidence(
     if route.entity_target == Some(EntityTarget::Module) {
         return vec![0.0; pool.len()];
     }
-    let file_of = |chunk: u32| corpus.file_of_chunk(chunk);
     // (dense, bm25) evidence per candidate file.
     let mut per_file: BTreeMap<u32, (f32, f32)> = BTreeMap::new();
-    for f in pool.iter().filter_map(|c| file_of(c.chunk)) {
+    for f in pool.iter().filter_map(|c| corpus.file_of_chunk(c.chunk)) {
         per_file.entry(f).or_insert_with(|| {
             let chunks = corpus.chunks_of_file(f);
             let semantic = chunks
                 .iter()
                 .filter_map(|&c| dense.distance(c))
-                .map(|d| 1.0 / (1.0 + d.max(0.0)));
+                .map(semantic_share);
             let keyword = chunks.iter().map(|&c| bm25.scores[c as usize] / bm25.max);
             (best_mean(semantic), best_mean(keyword))
         });
@@ -69,7 +68,8 @@ pub(super) fn file_evidence(
     let bm25_scale = Scale::over(per_file.values().map(|e| e.1));
     pool.iter()
         .map(|c| {
-            file_of(c.chunk)
+            corpus
+                .file_of_chunk(c.chunk)
                 .and_then(|f| per_file.get(&f))
                 .map_or(0.0, |&(d, b)| {
                     DENSE_WEIGHT * dense_scale.of(d) + BM25_WEIGHT * bm25_scale.of(b)

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use super::dense::Dense;
+use super::dense::{semantic_share, Dense};
 use super::file_evidence::file_evidence;
 use super::pool::{Bm25, Candidate};
 use super::signals::name_parts;
@@ -115,7 +115,7 @@ pub(super) fn rerank(
         let distance = dense.distance(cand.chunk);
         let bm = bm25.scores[cand.chunk as usize];
         let semantic = match settings.fusion {
-            Fusion::Score => distance.map_or(0.0, |d| 1.0 / (1.0 + d.max(0.0))),
+            Fusion::Score => distance.map_or(0.0, semantic_share),
             Fusion::Rrf => {
                 let r = |rank: Option<usize>| {
                     rank.map_or(0.0, |r| 1.0 / (settings.rrf_k + r as f32 + 1.0))

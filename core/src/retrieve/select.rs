@@ -1,7 +1,8 @@
 //! Primary selection with the gates of Table 2: walk the sorted pool while
-//! the chunks' own scores (without their file's evidence) hold up (relative and absolute floors, the score-gap cliff),
-//! cap chunks per symbol group and per file, swap one primary out of a
-//! dominant file, and put every exactly named file first.
+//! the chunks' own scores (without their file's evidence) hold up
+//! (relative and absolute floors, the score-gap cliff), cap chunks per
+//! symbol group and per file, swap one primary out of a dominant file, and
+//! put every exactly named file first.
 
 use std::collections::BTreeMap;
 
