@@ -35,8 +35,9 @@ use crate::vectors::HnswParams;
 pub const MAGIC: [u8; 8] = *b"CGLOSSIX";
 /// Version of the index format. Bump on any change to the serialised types
 /// (4: every chunk carries its [`crate::model::CodeFrame`]; 5: the
-/// vectors carry their inverted-file partitions, [`crate::ivf::Ivf`]).
-pub const FORMAT_VERSION: u32 = 5;
+/// vectors carry their inverted-file partitions, [`crate::ivf::Ivf`]; 6:
+/// the partitions carry each chunk's radius, [`crate::hubness`]).
+pub const FORMAT_VERSION: u32 = 6;
 /// Size of the fixed header in bytes.
 pub const HEADER_LEN: usize = 8 + 4 + 1 + 3 + 8 + 32;
 /// Upper bound on a decoded payload, so that a hostile length cannot make

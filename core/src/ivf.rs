@@ -17,6 +17,10 @@
 //! alone: `|q - x|² ≈ |q - c|² + |x - c|²`, the cross term `2 (q - c)·(x - c)`
 //! having expectation zero for a chunk the query did not pull toward.
 //!
+//! The partitions also carry each chunk's radius, the hubness correction
+//! of its distances ([`crate::hubness`]): it is searched among the nearest
+//! partitions, and the browser needs it wherever it needs the partitions.
+//!
 //! Built here, in pure code, from a fixed seed: the same vectors give the
 //! same partitions on every machine.
 
@@ -57,6 +61,10 @@ pub struct Ivf {
     /// Per chunk id: `|x - c|²` of its vector to its partition's centroid,
     /// in steps of 1/64.
     pub residual_sq: Vec<u8>,
+    /// Per chunk id: its radius, the mean squared distance to its nearest
+    /// chunks, in steps of [`crate::hubness::RADIUS_STEP`] (the hubness
+    /// correction of semantic distances; see [`crate::hubness`]).
+    pub radius: Vec<u8>,
 }
 
 /// The partitions probed for one query, nearest centroid first.
@@ -113,11 +121,14 @@ impl Ivf {
             partition_of.push(c as u16);
             residual_sq.push((d / RESIDUAL_STEP).round().clamp(0.0, 255.0) as u8);
         }
-        Ivf {
+        let mut ivf = Ivf {
             centroids: stored,
             partition_of,
             residual_sq,
-        }
+            radius: Vec::new(),
+        };
+        ivf.radius = crate::hubness::radii(vectors, &dequantized, &ivf.lists(), &ivf.partition_of);
+        ivf
     }
 
     /// Number of partitions.
@@ -133,11 +144,15 @@ impl Ivf {
     /// Check the partitions against an index of `chunks` vectors of
     /// dimension `dim`.
     pub fn check(&self, chunks: usize, dim: usize) -> Result<(), CoreError> {
-        if self.partition_of.len() != chunks || self.residual_sq.len() != chunks {
+        if self.partition_of.len() != chunks
+            || self.residual_sq.len() != chunks
+            || self.radius.len() != chunks
+        {
             return Err(CoreError::malformed(format!(
-                "partitions name {} and {} chunks, the index has {chunks}",
+                "partitions name {}, {} and {} chunks, the index has {chunks}",
                 self.partition_of.len(),
-                self.residual_sq.len()
+                self.residual_sq.len(),
+                self.radius.len()
             )));
         }
         if (chunks > 0) == self.centroids.is_empty() || self.centroids.len() > MAX_PARTITIONS {

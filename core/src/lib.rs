@@ -18,6 +18,7 @@ pub mod chat;
 pub mod embed;
 pub mod error;
 pub mod format;
+pub mod hubness;
 pub mod ivf;
 pub mod lexical;
 pub mod lines;

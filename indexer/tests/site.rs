@@ -71,7 +71,7 @@ struct Site {
 /// search probes 2 vector partitions of about 16 vectors and refines 12
 /// chunks, so the browser fetches a directory, the probed partitions' codes
 /// and the refined chunks' blocks, not every vector.
-const NON_DEFAULT_RETRIEVAL: &str = "[retrieval]\nk = 10\nfusion = \"rrf\"\nsupplementary_k = 4\nprimary_same_file_cap = 2\nivf_probe = 2\nivf_refine = 12\n[embedding]\nivf_partition_size = 16\n";
+const NON_DEFAULT_RETRIEVAL: &str = "[retrieval]\nk = 10\nfusion = \"rrf\"\nsupplementary_k = 4\nprimary_same_file_cap = 2\nivf_probe = 2\nivf_refine = 12\nhubness_weight = 1.5\n[embedding]\nivf_partition_size = 16\n";
 
 /// The one origin besides this computer the fixture site's policy allows
 /// answers from.

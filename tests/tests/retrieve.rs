@@ -362,3 +362,49 @@ fn spelled_out_acronyms_join_the_keyword_query() {
         "src/CIC.h"
     );
 }
+
+#[test]
+fn semantic_distances_carry_each_chunks_hubness_correction() {
+    // Every chunk has a radius; a chunk's corrected distance is its raw
+    // distance plus weight × (mean radius - its radius), whatever the
+    // weight, and weight 0 leaves the raw distances.
+    let f = fixture();
+    let ivf = &f.corpus.vectors.as_ref().unwrap().ivf;
+    let n = f.corpus.data.chunks.len();
+    assert_eq!(ivf.radius.len(), n);
+    assert!(
+        ivf.radius.iter().any(|&r| r != ivf.radius[0]),
+        "the fixture's chunks all have one radius"
+    );
+    let mean = codegloss_core::hubness::mean_radius(&ivf.radius);
+    let q = f
+        .embedder
+        .lock()
+        .unwrap()
+        .embed_query("how are particles pushed?")
+        .unwrap();
+    // Every chunk, by id.
+    let at = |w: f32| {
+        let settings = RetrievalSettings {
+            hubness_weight: w,
+            ..RetrievalSettings::default()
+        };
+        let mut hits = codegloss_core::retrieve::semantic_search(&f.corpus, &q, &settings, n)
+            .unwrap()
+            .hits;
+        hits.sort_by_key(|h| h.0);
+        hits
+    };
+    let raw = at(0.0);
+    assert_eq!(raw.len(), n);
+    for w in [1.0, 2.5] {
+        let corrected = at(w);
+        assert_eq!(corrected.len(), n);
+        for ((chunk, d), (same, raw_d)) in corrected.iter().zip(&raw) {
+            assert_eq!(chunk, same);
+            let want =
+                raw_d + codegloss_core::hubness::correction(ivf.radius[*chunk as usize], mean, w);
+            assert!((d - want).abs() < 1e-5, "chunk {chunk}: {d} vs {want}");
+        }
+    }
+}

@@ -28,6 +28,8 @@ pub struct PartitionedVectors {
     pub ivf: Ivf,
     /// Chunk ids of every partition, ascending.
     pub members: Vec<Vec<u32>>,
+    /// The mean of the chunks' radii ([`crate::hubness::mean_radius`]).
+    pub mean_radius: f32,
     /// Per partition: the id of its first refine block (blocks are
     /// numbered partition after partition).
     pub block_start: Vec<u32>,
@@ -74,6 +76,7 @@ impl PartitionedVectors {
             let _ = once.set(c);
         }
         PartitionedVectors {
+            mean_radius: crate::hubness::mean_radius(&ivf.radius),
             partitions_loaded: vec![false; members.len()],
             blocks_loaded: vec![false; next as usize],
             ivf,
@@ -164,6 +167,7 @@ mod tests {
             centroids: vec![crate::vectors::QVec::quantize(&[1.0]); 2],
             partition_of: vec![0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
             residual_sq: vec![0; 12],
+            radius: vec![0; 12],
         };
         let s = PartitionedVectors::empty(ivf, 1, None);
         assert_eq!(s.blocks(), 3);

@@ -92,6 +92,12 @@ pub struct RetrievalSettings {
     /// product codes get their exact distance from their int8 vectors
     /// (the browser fetches those in small blocks; see [`crate::pq`]).
     pub ivf_refine: usize,
+    /// Hubness correction of semantic distances (see [`crate::hubness`]):
+    /// a chunk's squared distance to the question grows by this weight
+    /// times how much smaller its neighbourhood radius is than the
+    /// corpus mean (a chunk of a crowded region moves away, an isolated
+    /// one closer). 0: raw distances.
+    pub hubness_weight: f32,
 }
 
 impl Default for RetrievalSettings {
@@ -125,6 +131,7 @@ impl Default for RetrievalSettings {
             expand_acronyms: true,
             ivf_probe: 0,
             ivf_refine: 30,
+            hubness_weight: 1.0,
         }
     }
 }

@@ -50,8 +50,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// shards carry each chunk's [`crate::model::CodeFrame`]; 5: vectors carry
 /// their partitions, and a site ranked with `ivf_probe > 0` ships them as
 /// a directory and partition shards; 6: partition shards carry product
-/// codes, and the int8 vectors move to refine blocks).
-pub const WEB_FORMAT_VERSION: u32 = 6;
+/// codes, and the int8 vectors move to refine blocks; 7: the partitions
+/// carry each chunk's radius, [`crate::hubness`]).
+pub const WEB_FORMAT_VERSION: u32 = 7;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard: about 8–16 KiB compressed, so a query

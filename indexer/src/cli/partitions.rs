@@ -176,6 +176,9 @@ pub(crate) fn run(args: PartitionsArgs) -> Result<()> {
         let settings = RetrievalSettings {
             ivf_probe: probe,
             ivf_refine: args.refine,
+            // Raw distances on both sides: this measures the partitioned
+            // search against the exact one, not the hubness correction.
+            hubness_weight: 0.0,
             ..RetrievalSettings::default()
         };
         for (q, truth) in queries.iter().zip(&exact) {
