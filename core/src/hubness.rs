@@ -33,6 +33,8 @@
 //! centroids lie nearest to the chunk's own partition's: exact within
 //! them, deterministic, and linear in the corpus.
 
+use crate::ivf::squared_l2;
+
 /// Neighbours whose mean squared distance is a chunk's radius.
 pub const NEIGHBOURS: usize = 10;
 /// Partitions (the chunk's own and those with the nearest centroids)
@@ -41,11 +43,6 @@ pub const NEIGHBOUR_PROBE: usize = 8;
 /// Step of the stored radius: `r ≈ STEP * byte`, so radii up to 255/128
 /// (cosine about 0 to every neighbour) are kept; larger ones are clamped.
 pub const RADIUS_STEP: f32 = 1.0 / 128.0;
-
-/// Squared L2 distance.
-fn squared(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
-}
 
 /// The radius byte of every chunk: the mean squared distance from its
 /// vector to its [`NEIGHBOURS`] nearest other chunks among the members of
@@ -67,7 +64,7 @@ pub fn radii(
             let mut order: Vec<(f32, usize)> = centroids
                 .iter()
                 .enumerate()
-                .map(|(j, o)| (squared(c, o), j))
+                .map(|(j, o)| (squared_l2(c, o), j))
                 .collect();
             order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             order
@@ -86,7 +83,7 @@ pub fn radii(
             for &c in &lists[p] {
                 let other = &vectors[c as usize];
                 if c as usize != i && other.len() == v.len() {
-                    distances.push(squared(v, other));
+                    distances.push(squared_l2(v, other));
                 }
             }
         }

@@ -325,8 +325,8 @@ fn plus_plus(vectors: &[Vec<f32>], k: usize, seed: u64) -> Vec<Vec<f32>> {
 /// Squared L2 distance, summed in eight interleaved lanes so that the
 /// compiler can vectorise it: k-means over tens of thousands of vectors
 /// spends nearly all its time here (a fixed order, so the result is the
-/// same on every machine).
-fn squared_l2(a: &[f32], b: &[f32]) -> f32 {
+/// same on every machine). The hubness radii ([`crate::hubness`]) read it too.
+pub(crate) fn squared_l2(a: &[f32], b: &[f32]) -> f32 {
     const LANES: usize = 8;
     let mut acc = [0.0f32; LANES];
     let (a8, b8) = (a.chunks_exact(LANES), b.chunks_exact(LANES));

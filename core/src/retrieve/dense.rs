@@ -11,10 +11,9 @@
 //! partitions gets the directory's estimate (see [`crate::ivf`]). Every
 //! exact distance it gives carries the chunk's hubness correction
 //! ([`crate::hubness`], `[retrieval] hubness_weight`); estimates do not.
-//! Which
-//! chunks are refined depends only on the probe and the codes, never on
-//! what else happens to be loaded, so the browser, which loads only what a
-//! question needs, ranks exactly as the CLI, which holds everything.
+//! Which chunks are refined depends only on the probe and the codes, never
+//! on what else happens to be loaded, so the browser, which loads only
+//! what a question needs, ranks exactly as the CLI, which holds everything.
 
 use std::collections::{BTreeMap, BTreeSet};
 
