@@ -329,6 +329,9 @@ async function handleAsk(id, query, settings) {
   const refused = endpointRefusal(endpoint, policies, self.location.href);
   if (refused) throw Object.assign(new Error(refused), { answer: true });
   post({ type: FROM_WORKER.answerStart, id, model, prompt_signature: prompt.prompt_signature });
+  // The answer opens with the lead core wrote from the fact sheet; the
+  // model's words stream after it (Engine.citations composes the same).
+  if (prompt.context.lead) post({ type: FROM_WORKER.answerDelta, id, text: `${prompt.context.lead}\n` });
   let reply;
   const cancel = new AbortController();
   answering.set(id, cancel);

@@ -448,6 +448,7 @@ mod tests {
             chunks: vec![chunk(1, "src/Mesh.h"), chunk(2, "src/Solver.cpp")],
             tokens: 0,
             dropped_for_budget: 0,
+            lead: String::new(),
         }
     }
 

@@ -434,7 +434,12 @@ fn ask_streams_an_answer_or_shows_the_evidence() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["answer"].as_str().is_some_and(|a| !a.is_empty()));
+    // The answer is the code-written lead (fact lines citing the primary
+    // excerpts), then the model's own text.
+    let answer = v["answer"].as_str().unwrap();
+    let model = v["model_answer"].as_str().unwrap();
+    assert!(answer.starts_with("- ["), "{answer}");
+    assert!(answer.ends_with(model.trim_start()), "{answer}");
     assert!(v["prompt_template"]
         .as_str()
         .is_some_and(|t| t.starts_with("retrieval_answer")));
@@ -449,7 +454,9 @@ fn ask_streams_an_answer_or_shows_the_evidence() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("Sources (* = cited):"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.starts_with("- ["), "{stdout}");
+    assert!(stdout.contains("Sources (* = cited):"), "{stdout}");
 }
 
 /// `eval --answer` answers every question and can resume; `eval --score`

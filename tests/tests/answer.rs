@@ -476,6 +476,55 @@ fn the_fact_sheet_names_each_excerpt_exactly() {
     );
 }
 
+/// The answer opens with a lead that code wrote: the fact sheet's lines
+/// of the primary excerpts, each a bullet that cites its excerpt, then
+/// the model's words; a context without a fact sheet (the `bm25-files`
+/// baseline) has none, and its answer is the model's text alone.
+#[test]
+fn the_answer_opens_with_the_primary_excerpts_facts() {
+    let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
+    let ctx = build_context_estimated(corpus(), &r, QUESTION, 1500);
+    let primaries: Vec<u32> = ctx
+        .chunks
+        .iter()
+        .filter(|c| c.role == "primary")
+        .map(|c| c.n)
+        .collect();
+    assert!(!primaries.is_empty(), "{:?}", ctx.chunks);
+    // The primaries' lines that the fact sheet's share holds, in order.
+    let sheet = ctx.text.split("\n\n").next().unwrap();
+    let expected: Vec<&str> = sheet
+        .lines()
+        .filter(|l| {
+            primaries
+                .iter()
+                .any(|n| l.starts_with(&format!("- [{n}] `")))
+        })
+        .collect();
+    assert!(!expected.is_empty(), "{sheet}");
+    assert_eq!(ctx.lead.lines().collect::<Vec<_>>(), expected);
+    let model = "  - [1] It fills the halo.";
+    let answer = ctx.answer(model);
+    assert_eq!(answer, format!("{}\n- [1] It fills the halo.", ctx.lead));
+    let report = check_citations(&answer, &ctx);
+    assert!(report.invalid.is_empty(), "{:?}", report.invalid);
+    assert_eq!(report.cited_share, 1.0, "{answer}");
+    let support = codegloss_core::support::check_support(&answer, QUESTION, &ctx);
+    assert!(
+        support.sentences.iter().all(|s| !s.unsupported),
+        "{support:?}"
+    );
+    // The baseline's context has no fact sheet and so no lead.
+    let base = codegloss_core::answer::file_context(
+        corpus(),
+        &["src/Field/BareField.hpp"],
+        600,
+        &codegloss_core::text::estimate_tokens,
+    );
+    assert!(base.lead.is_empty());
+    assert_eq!(base.answer(model), model);
+}
+
 #[test]
 fn context_shows_a_section_with_its_subsections_and_a_doc_file_whole() {
     let building = chunk_of("README.md > picsim > Building", "doc_section", 1);

@@ -324,17 +324,25 @@ impl Engine {
         ChatSettings::answer_defaults_json().to_string()
     }
 
-    /// Check an answer's citations against the `context` that
-    /// [`Engine::prompt`] returned for `question`, JSON: `{citations: [{n,
-    /// path, start_line, end_line}], invalid: [n], cited_share,
-    /// checked_text, support}` (`checked_text`: the answer with each
+    /// Compose the answer from the model's text and the `context` that
+    /// [`Engine::prompt`] returned for `question` (the context's
+    /// code-written lead first, as `codegloss ask` does), and check its
+    /// citations, JSON: `{text, citations: [{n, path, start_line,
+    /// end_line}], invalid: [n], cited_share, checked_text, support}`
+    /// (`text`: the composed answer; `checked_text`: the same with each
     /// inferred source written in as `[n]`, what the widget shows)
     /// (`support`: `codegloss_core::support::SupportReport`: the source
     /// inferred for each uncited sentence, the unsupported sentences, the
     /// identifiers no excerpt shows).
-    pub fn citations(answer: &str, question: &str, context_json: &str) -> Result<String, JsError> {
+    pub fn citations(
+        model_text: &str,
+        question: &str,
+        context_json: &str,
+    ) -> Result<String, JsError> {
         let context: Context =
             serde_json::from_str(context_json).map_err(|e| js_error("answer context", e))?;
+        let answer = context.answer(model_text);
+        let answer = answer.as_str();
         let report = check_citations(answer, &context);
         let support = codegloss_core::support::check_support(answer, question, &context);
         let cited: Vec<Value> = report
@@ -346,6 +354,7 @@ impl Engine {
             })
             .collect();
         Ok(json!({
+            "text": answer,
             "citations": cited,
             "invalid": report.invalid,
             "cited_share": report.cited_share,

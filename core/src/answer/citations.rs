@@ -266,6 +266,7 @@ mod tests {
             ],
             tokens: 0,
             dropped_for_budget: 0,
+            lead: String::new(),
         }
     }
 

@@ -55,6 +55,13 @@ pub struct Context {
     pub tokens: usize,
     /// Chunks left out for the budget.
     pub dropped_for_budget: usize,
+    /// The opening of the answer, written by code before the model's
+    /// words: the fact sheet's lines of the primary excerpts (exact
+    /// names, kinds, `path:lines`, signatures and relations), each a
+    /// bullet that opens with its `[n]`. Empty when the context has no
+    /// fact sheet (the `bm25-files` baseline) or no primary excerpt.
+    #[serde(default)]
+    pub lead: String,
 }
 
 impl Context {
@@ -65,7 +72,18 @@ impl Context {
             chunks: Vec::new(),
             tokens: 0,
             dropped_for_budget: 0,
+            lead: String::new(),
         }
+    }
+
+    /// The answer a reader gets: the code-written [`Context::lead`], then
+    /// the model's text after a blank line (just the model's text when
+    /// there is no lead). Citations, support and nuggets are checked on it.
+    pub fn answer(&self, model_text: &str) -> String {
+        if self.lead.is_empty() {
+            return model_text.to_string();
+        }
+        format!("{}\n{}", self.lead, model_text.trim_start())
     }
 
     /// The number the next block gets.
@@ -478,6 +496,10 @@ pub fn build_context(
         facts.push_str(&line);
         facts.push('\n');
         fact_tokens += t;
+        if cc.role == Role::Primary.as_str() {
+            out.lead.push_str(&line);
+            out.lead.push('\n');
+        }
     }
     if !facts.is_empty() {
         out.text.push_str(title);

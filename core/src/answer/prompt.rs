@@ -163,6 +163,7 @@ mod tests {
             chunks: Vec::new(),
             tokens: 0,
             dropped_for_budget: 0,
+            lead: String::new(),
         }
     }
 

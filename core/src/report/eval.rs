@@ -218,8 +218,12 @@ pub struct QuestionRow {
     /// Retrieval time in core.
     #[serde(default)]
     pub latency_ms: f64,
-    /// The model's answer (`--answer`).
+    /// The answer (`--answer`): the context's code-written lead, then
+    /// the model's text ([`crate::answer::Context::answer`]).
     pub answer: Option<String>,
+    /// The model's own text of the answer, without the lead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_answer: Option<String>,
     /// The answer as shown to a reader: with the sources the support check
     /// inferred written in as `[n]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -156,6 +156,12 @@ fn run_ask(
     }
     let started = Instant::now();
     let mut printed = false;
+    if !json && !context.lead.is_empty() {
+        // The answer opens with the lead code wrote from the fact sheet;
+        // the model's words stream after it.
+        out!("{}", codegloss_core::text::reveal_bidi(&context.lead));
+        printed = true;
+    }
     let result = llm::chat(&cfg.answer, &messages, &mut |d| {
         if !json {
             use std::io::Write as _;
@@ -182,13 +188,15 @@ fn run_ask(
     };
     match result {
         Ok(answer) => {
-            let report = check_citations(&answer.text, &context);
-            let support = codegloss_core::support::check_support(&answer.text, question, &context);
+            let text = context.answer(&answer.text);
+            let report = check_citations(&text, &context);
+            let support = codegloss_core::support::check_support(&text, question, &context);
             if json {
                 let v = serde_json::json!({
                     "question": question,
-                    "answer": answer.text,
-                    "checked_answer": codegloss_core::support::with_inferred_citations(&answer.text, &support),
+                    "answer": text,
+                    "model_answer": answer.text,
+                    "checked_answer": codegloss_core::support::with_inferred_citations(&text, &support),
                     "citations": report.citations,
                     "invalid_citations": report.invalid,
                     "cited_sentence_share": report.cited_share,
@@ -207,7 +215,7 @@ fn run_ask(
                 out!("{}", json_text(&v)?);
                 return Ok(());
             }
-            if printed && !answer.text.ends_with('\n') {
+            if printed && !text.ends_with('\n') {
                 out!();
             }
             out!();

@@ -95,7 +95,11 @@ fn write_context_dump(
             head.push_str(&format!("missing nugget: {}\n", n.fact));
         }
     }
-    head.push_str(&format!("tokens: {}\n\n", ctx.tokens));
+    head.push_str(&format!("tokens: {}\n", ctx.tokens));
+    if !ctx.lead.is_empty() {
+        head.push_str(&format!("answer lead (written by code):\n{}", ctx.lead));
+    }
+    head.push('\n');
     let path = dir.join(format!("{}.{}.txt", q.id, kind.as_str()));
     std::fs::write(&path, head + &ctx.text).map_err(|e| IndexError::io(&path, e))
 }
@@ -314,9 +318,11 @@ fn answer_question(
     };
     match llm::chat(&plain, &messages, &mut |_| {}) {
         Ok(a) => {
-            record(row, &a.text);
-            row.nugget_recall = nugget_recall(&a.text, &q.nuggets)?;
-            row.answer = Some(a.text);
+            let answer = ctx.answer(&a.text);
+            record(row, &answer);
+            row.nugget_recall = nugget_recall(&answer, &q.nuggets)?;
+            row.answer = Some(answer);
+            row.model_answer = Some(a.text);
             row.prompt_tokens = a.prompt_tokens;
             row.completion_tokens = a.completion_tokens;
         }
