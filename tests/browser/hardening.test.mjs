@@ -268,8 +268,14 @@ check('answer-stream', async () => {
   try {
     const r = await askWith(page, `http://127.0.0.1:${server.address().port}/v1`, 'admin access check');
     if (r.state !== 'done') fail(`the answer failed: ${r.error}`);
+    // The answer is the lead core wrote from the fact sheet (the hostile
+    // path's control shown written out), then the model's words.
     const expected = 'The check isAdminAccessCheck compares the level<U+202E> with 9 [1]. <U+2067>Nothing else<U+2069> is checked [1].';
-    if (r.text.trim() !== expected) fail(`the answer reads ${JSON.stringify(r.text)}, expected ${JSON.stringify(expected)}`);
+    const text = r.text.trim();
+    if (!text.endsWith(expected)) fail(`the answer reads ${JSON.stringify(r.text)}, expected it to end with ${JSON.stringify(expected)}`);
+    const lead = text.slice(0, text.length - expected.length);
+    if (!lead.startsWith('- [1] ') || !lead.includes('Access<U+202E>Check.hpp')) fail(`the answer's lead reads ${JSON.stringify(lead)}`);
+    if (/[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/.test(text)) fail(`the answer shows a raw bidirectional control: ${JSON.stringify(r.text)}`);
     if (r.links < 1) fail('the answer has no citation link');
   } finally {
     server.close();
