@@ -327,10 +327,10 @@ impl Engine {
     /// Compose the answer from the model's text and the `context` that
     /// [`Engine::prompt`] returned for `question` (the context's
     /// code-written lead first, as `codegloss ask` does), and check its
-    /// citations, JSON: `{text, citations: [{n, path, start_line,
-    /// end_line}], invalid: [n], cited_share, checked_text, support}`
-    /// (`text`: the composed answer; `checked_text`: the same with each
-    /// inferred source written in as `[n]`, what the widget shows)
+    /// citations, JSON: `{citations: [{n, path, start_line, end_line}],
+    /// invalid: [n], cited_share, checked_text, support}` (`checked_text`:
+    /// the composed answer with each inferred source written in as `[n]`,
+    /// what the widget shows)
     /// (`support`: `codegloss_core::support::SupportReport`: the source
     /// inferred for each uncited sentence, the unsupported sentences, the
     /// identifiers no excerpt shows).
@@ -354,7 +354,6 @@ impl Engine {
             })
             .collect();
         Ok(json!({
-            "text": answer,
             "citations": cited,
             "invalid": report.invalid,
             "cited_share": report.cited_share,

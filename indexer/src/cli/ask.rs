@@ -157,9 +157,10 @@ fn run_ask(
     let started = Instant::now();
     let mut printed = false;
     if !json && !context.lead.is_empty() {
-        // The answer opens with the lead code wrote from the fact sheet;
-        // the model's words stream after it.
-        out!("{}", codegloss_core::text::reveal_bidi(&context.lead));
+        // The answer opens with the lead code wrote from the fact sheet
+        // (its lines had their bidirectional controls written out when
+        // the sheet was built); the model's words stream after it.
+        out!("{}", context.lead);
         printed = true;
     }
     let result = llm::chat(&cfg.answer, &messages, &mut |d| {
