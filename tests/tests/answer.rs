@@ -502,7 +502,35 @@ fn the_answer_opens_with_the_primary_excerpts_facts() {
         })
         .collect();
     assert!(!expected.is_empty(), "{sheet}");
-    assert_eq!(ctx.lead.lines().collect::<Vec<_>>(), expected);
+    let lead: Vec<&str> = ctx.lead.lines().collect();
+    assert_eq!(&lead[..expected.len()], &expected[..]);
+    // Then the key lines: each quotes, from the excerpt it cites, a line
+    // that excerpt shows, at that line of its file.
+    let keys = &lead[expected.len()..];
+    assert!(!keys.is_empty() && keys.len() <= 5, "{}", ctx.lead);
+    // Excerpt blocks: from a heading to the next one (code has blank lines).
+    let blocks: Vec<&str> = ctx.text.split("\n\n[").collect();
+    for key in keys {
+        let n: u32 = key["- [".len()..key.find(']').unwrap()].parse().unwrap();
+        let chunk = ctx.chunks.iter().find(|c| c.n == n).unwrap();
+        let rest = &key[key.find("] ").unwrap() + 2..];
+        assert!(rest.contains(&format!(" of `{}`: ", chunk.path)), "{key}");
+        let block = blocks
+            .iter()
+            .find(|b| b.starts_with(&format!("{n}] ")))
+            .unwrap();
+        if let Some(code) = rest.split(": `").nth(1) {
+            let code = code.trim_end_matches('`');
+            assert!(block.contains(code), "{key} not in\n{block}");
+            let line: u32 = rest["line ".len()..rest.find(" of").unwrap()]
+                .parse()
+                .unwrap();
+            assert!((chunk.start_line..=chunk.end_line).contains(&line), "{key}");
+            let file = std::fs::read_to_string(fixture_repo().join(&chunk.path)).unwrap();
+            let at = file.lines().nth(line as usize - 1).unwrap();
+            assert_eq!(at.trim(), code, "{key}");
+        }
+    }
     let model = "  - [1] It fills the halo.";
     let answer = ctx.answer(model);
     assert_eq!(answer, format!("{}\n- [1] It fills the halo.", ctx.lead));

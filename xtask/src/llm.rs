@@ -199,6 +199,11 @@ pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<Stri
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["--n_threads", &threads.to_string(), "--n_ctx", "4096"])
         .args(["--model_alias", model])
+        // Flash attention: prompt processing about 9% faster on this
+        // 2-core machine (a 1,300-token answer prompt of Qwen2.5-Coder-1.5B,
+        // 17.5 -> 15.9 s), generation about 2% slower; answers are
+        // mostly prompt.
+        .args(["--flash_attn", "True"])
         // Queue concurrent requests instead of cutting off the running one
         // (the default): tests and evaluations send requests in parallel.
         .args(["--interrupt_requests", "False"])

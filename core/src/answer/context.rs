@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::evidence::{choose, Focus, Offered};
 use super::facts::fact_line;
+use super::lead::{key_lines, Excerpt};
 use super::unit::{
     file_text_chunks, is_shown, leading_lines_that_fit, line_range, outside_runs, unit_chunks,
     unit_lines, UnitLine,
@@ -57,9 +58,10 @@ pub struct Context {
     pub dropped_for_budget: usize,
     /// The opening of the answer, written by code before the model's
     /// words: the fact sheet's lines of the primary excerpts (exact
-    /// names, kinds, `path:lines`, signatures and relations), each a
-    /// bullet that opens with its `[n]`. Empty when the context has no
-    /// fact sheet (the `bm25-files` baseline) or no primary excerpt.
+    /// names, kinds, `path:lines`, signatures and relations), then the
+    /// key lines the excerpts show ([`super::lead`]), each a bullet that
+    /// opens with its `[n]`. Empty when the context has no fact sheet
+    /// (the `bm25-files` baseline) or no primary excerpt.
     #[serde(default)]
     pub lead: String,
 }
@@ -381,6 +383,7 @@ pub fn build_context(
     // Lines already shown, per path.
     let mut shown: Vec<(&str, u32, u32)> = Vec::new();
     let mut blocks: Vec<(String, usize)> = Vec::new();
+    let mut excerpts: Vec<Excerpt> = Vec::new();
     let mut used = 0usize;
     for rc in &retrieval.chunks {
         let c = &data.chunks[rc.chunk as usize];
@@ -469,6 +472,13 @@ pub fn build_context(
         if first > 0 {
             shown.push((c.path.as_str(), first, last));
         }
+        if let Some(ch) = chosen {
+            excerpts.push(Excerpt {
+                n,
+                path: c.path.clone(),
+                lines: ch.shown,
+            });
+        }
         used += t;
         blocks.push((b, t));
         out.chunks.push(ContextChunk {
@@ -500,6 +510,10 @@ pub fn build_context(
             out.lead.push_str(&line);
             out.lead.push('\n');
         }
+    }
+    if !out.lead.is_empty() {
+        let keys = key_lines(&excerpts);
+        out.lead.push_str(&keys);
     }
     if !facts.is_empty() {
         out.text.push_str(title);

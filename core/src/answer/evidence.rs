@@ -110,6 +110,50 @@ pub(super) struct Chosen {
     pub(super) text: String,
     pub(super) first: u32,
     pub(super) last: u32,
+    /// Every shown line that has a file line, in reading order, with its
+    /// score (the answer's key lines are chosen from them).
+    pub(super) shown: Vec<ShownLine>,
+}
+
+/// A line an excerpt shows, as the lead's key lines see it.
+pub(super) struct ShownLine {
+    /// The file line.
+    pub(super) line: u32,
+    /// How strongly it answers the question ([`Focus::score`]).
+    pub(super) score: f32,
+    /// The line as shown.
+    pub(super) text: String,
+    /// A declaration's own line (the unit's signature, a member's
+    /// declaration, a template head): the fact sheet says it already.
+    pub(super) declaration: bool,
+    /// A comment line ([`is_comment`]).
+    pub(super) comment: bool,
+}
+
+/// The kept lines that have a file line, `head` being the unit's head.
+fn shown_lines(
+    offered: &[Offered<'_>],
+    keep: &[bool],
+    head: &std::ops::Range<usize>,
+) -> Vec<ShownLine> {
+    offered
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| keep[i])
+        .filter_map(|(i, o)| {
+            let comment = is_comment(o.line.text);
+            o.line.line.map(|line| ShownLine {
+                line,
+                score: o.score,
+                text: o.line.text.to_string(),
+                declaration: !comment
+                    && (o.anchor
+                        || head.contains(&i)
+                        || o.line.text.trim_start().starts_with("template")),
+                comment,
+            })
+        })
+        .collect()
 }
 
 /// Whether a line is a comment line (C and C++ styles, and the `#` of
@@ -216,20 +260,6 @@ pub(super) fn choose(
             .find_map(|(o, &k)| if k { o.line.line } else { None });
         (first.unwrap_or(0), last.unwrap_or(0))
     };
-    let all = vec![true; offered.len()];
-    let whole = render(offered, &all, language);
-    if fits(&whole) {
-        let (first, last) = range(&all);
-        return Some(Chosen {
-            text: whole,
-            first,
-            last,
-        });
-    }
-    let mut keep = vec![false; offered.len()];
-    // Groups in the order they are tried: the head first, then anchors in
-    // line order, then scored lines by score (ties by position).
-    let mut groups: Vec<Vec<usize>> = Vec::new();
     // The head is the first entity's: a file's text before it (its
     // leading comment, includes) competes by score like any other line.
     let h0 = offered.iter().position(|o| !o.outside).unwrap_or(0);
@@ -240,7 +270,23 @@ pub(super) fn choose(
                 .map(|o| o.line.clone())
                 .collect::<Vec<_>>(),
         );
-    let in_head = |i: usize| (h0..head).contains(&i);
+    let heads = h0..head;
+    let all = vec![true; offered.len()];
+    let whole = render(offered, &all, language);
+    if fits(&whole) {
+        let (first, last) = range(&all);
+        return Some(Chosen {
+            text: whole,
+            first,
+            last,
+            shown: shown_lines(offered, &all, &heads),
+        });
+    }
+    let mut keep = vec![false; offered.len()];
+    // Groups in the order they are tried: the head first, then anchors in
+    // line order, then scored lines by score (ties by position).
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let in_head = |i: usize| heads.contains(&i);
     groups.push((h0..head).collect());
     let mut anchors: Vec<usize> = (0..offered.len())
         .filter(|&i| !in_head(i) && offered[i].anchor)
@@ -320,6 +366,7 @@ pub(super) fn choose(
         text: render(offered, &keep, language),
         first,
         last,
+        shown: shown_lines(offered, &keep, &heads),
     })
 }
 

@@ -1,7 +1,8 @@
 //! The answering stage that both the CLI and the browser share (paper
 //! sections 3.4 and 3.5): the numbered, budgeted context (`context.rs`:
 //! a fact sheet composed by `facts.rs`, then each chunk completed into its
-//! unit by `unit.rs` and cut to the question's evidence by `evidence.rs`),
+//! unit by `unit.rs` and cut to the question's evidence by `evidence.rs`,
+//! and the answer's code-written lead, whose key lines `lead.rs` quotes),
 //! the grounded answer prompt in one shape per intent (`prompt.rs`) with a
 //! version and a signature, and the mapping of `[n]` citations back to `path:start-end`
 //! (`citations.rs`). The chat protocol itself (request, response parsing,
@@ -12,6 +13,7 @@ mod citations;
 mod context;
 mod evidence;
 mod facts;
+mod lead;
 mod prompt;
 mod unit;
 

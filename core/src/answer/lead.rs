@@ -1,0 +1,283 @@
+//! The key lines of an answer's lead: the few shown statements that the
+//! question points at most, quoted with their file line and excerpt.
+//!
+//! A small answer model states about half of what its context holds, and
+//! what it drops first is the code itself: the call that initialises a
+//! runtime, the option a command line accepts, the statement that scales
+//! a transform. Evidence selection ([`super::evidence`]) has already
+//! scored every shown line by the question's terms (weighted as retrieval
+//! weighs them) and by the names of the other retrieved entities, so code
+//! can quote the best of them before the model writes a word: exact,
+//! cited, and true by construction.
+
+use super::evidence::ShownLine;
+use super::facts::cut;
+use crate::text::reveal_bidi;
+
+/// Key lines quoted in a lead, at most.
+const KEY_LINES: usize = 5;
+
+/// Key lines quoted from one excerpt, at most: the lead spreads over the
+/// evidence instead of quoting one long function.
+const PER_EXCERPT: usize = 2;
+
+/// Characters of a quoted line kept.
+const LINE_CHARS: usize = 160;
+
+/// Characters of a quoted comment block kept.
+const COMMENT_CHARS: usize = 240;
+
+/// Trimmed lines shorter than this say nothing alone (`}`, `else {`).
+const SHORTEST: usize = 8;
+
+/// The lines one excerpt shows, for its key lines.
+pub(super) struct Excerpt {
+    /// The excerpt's citation number.
+    pub(super) n: u32,
+    /// Its repository path.
+    pub(super) path: String,
+    /// Its shown lines, in reading order.
+    pub(super) lines: Vec<ShownLine>,
+}
+
+/// `text` as one inline code span that its own backticks cannot close
+/// (CommonMark: a longer run of backticks as the delimiter, and a space
+/// inside it when the text has backticks).
+fn inline_code(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for ch in text.chars() {
+        if ch == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat(longest + 1);
+    if longest == 0 {
+        format!("{fence}{text}{fence}")
+    } else {
+        format!("{fence} {text} {fence}")
+    }
+}
+
+/// A comment line's words, without its markers (`//`, `///`, `/*`, `*`,
+/// `*/`, a script's `# `) and Doxygen's summary tags.
+fn comment_words(line: &str) -> String {
+    let mut t = line.trim();
+    for p in ["/**", "/*!", "/*", "///", "//!", "//", "*/", "*", "# "] {
+        if let Some(rest) = t.strip_prefix(p) {
+            t = rest;
+            break;
+        }
+    }
+    let t = t.trim_end().trim_end_matches("*/");
+    t.split_whitespace()
+        .filter(|w| !matches!(*w, "@brief" | "\\brief" | "@details" | "\\details"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One quotable piece: a code line, or the comment block a scored
+/// comment line belongs to.
+struct Quote<'a> {
+    excerpt: &'a Excerpt,
+    first: u32,
+    last: u32,
+    score: f32,
+    text: String,
+    comment: bool,
+}
+
+/// The comment block around `lines[i]`: the run of shown comment lines
+/// on consecutive file lines, as its first and last line and its words.
+fn comment_block(lines: &[ShownLine], i: usize) -> (u32, u32, String) {
+    let mut a = i;
+    while a > 0 && lines[a - 1].comment && lines[a - 1].line + 1 == lines[a].line {
+        a -= 1;
+    }
+    let mut b = i;
+    while b + 1 < lines.len() && lines[b + 1].comment && lines[b].line + 1 == lines[b + 1].line {
+        b += 1;
+    }
+    let words: Vec<String> = lines[a..=b]
+        .iter()
+        .map(|l| comment_words(&l.text))
+        .filter(|w| !w.is_empty())
+        .collect();
+    (lines[a].line, lines[b].line, words.join(" "))
+}
+
+/// The key-line bullets of a lead, one per line: the best-scored shown
+/// lines (ties by excerpt and line), at most [`PER_EXCERPT`] from one
+/// excerpt, none that is a declaration's own line (the fact lines say
+/// those) or repeats another; a comment line brings its whole block, as
+/// prose. Listed in excerpt and line order, each citing its excerpt:
+/// `- [n] line L of `path`: `code`` or
+/// `- [n] the comment at lines a-b of `path`: "words"`.
+pub(super) fn key_lines(excerpts: &[Excerpt]) -> String {
+    let mut quotes: Vec<Quote<'_>> = Vec::new();
+    for e in excerpts {
+        for (i, l) in e.lines.iter().enumerate() {
+            // Preprocessor lines (guards, conditionals) match a file's
+            // name and say nothing of what the code does.
+            if l.score <= 0.0
+                || l.declaration
+                || (!l.comment && l.text.trim_start().starts_with('#'))
+            {
+                continue;
+            }
+            let q = if l.comment {
+                let (first, last, text) = comment_block(&e.lines, i);
+                Quote {
+                    excerpt: e,
+                    first,
+                    last,
+                    score: l.score,
+                    text,
+                    comment: true,
+                }
+            } else {
+                let text = l.text.trim().to_string();
+                Quote {
+                    excerpt: e,
+                    first: l.line,
+                    last: l.line,
+                    score: l.score,
+                    text,
+                    comment: false,
+                }
+            };
+            if q.text.chars().count() >= SHORTEST {
+                quotes.push(q);
+            }
+        }
+    }
+    quotes.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.excerpt.n.cmp(&b.excerpt.n))
+            .then(a.first.cmp(&b.first))
+    });
+    let mut chosen: Vec<Quote<'_>> = Vec::new();
+    for q in quotes {
+        if chosen.len() == KEY_LINES {
+            break;
+        }
+        if chosen.iter().any(|c| c.text == q.text)
+            || chosen.iter().filter(|c| c.excerpt.n == q.excerpt.n).count() == PER_EXCERPT
+        {
+            continue;
+        }
+        chosen.push(q);
+    }
+    chosen.sort_by_key(|q| (q.excerpt.n, q.first));
+    let mut out = String::new();
+    for q in chosen {
+        let (n, path) = (q.excerpt.n, &q.excerpt.path);
+        let line = if !q.comment {
+            format!(
+                "- [{n}] line {} of `{path}`: {}\n",
+                q.first,
+                inline_code(&cut(&q.text, LINE_CHARS))
+            )
+        } else if q.first == q.last {
+            format!(
+                "- [{n}] the comment at line {} of `{path}`: \"{}\"\n",
+                q.first,
+                cut(&q.text, COMMENT_CHARS)
+            )
+        } else {
+            format!(
+                "- [{n}] the comment at lines {}-{} of `{path}`: \"{}\"\n",
+                q.first,
+                q.last,
+                cut(&q.text, COMMENT_CHARS)
+            )
+        };
+        out.push_str(&reveal_bidi(&line));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(line: u32, score: f32, text: &str) -> ShownLine {
+        let t = text.trim_start();
+        ShownLine {
+            line,
+            score,
+            text: text.to_string(),
+            declaration: t.starts_with("void ") || t.starts_with("class "),
+            comment: t.starts_with("//") || t.starts_with("/*") || t.starts_with('*'),
+        }
+    }
+
+    fn e(n: u32, lines: Vec<ShownLine>) -> Excerpt {
+        Excerpt {
+            n,
+            path: format!("src/f{n}.cpp"),
+            lines,
+        }
+    }
+
+    #[test]
+    fn the_best_lines_are_quoted_in_reading_order_spread_over_excerpts() {
+        let ex = [
+            e(
+                1,
+                vec![
+                    l(10, 9.5, "void start() {"),
+                    l(12, 8.0, "    buffers.clear();"),
+                    l(40, 9.0, "    runtime::start(argc, argv);"),
+                    l(50, 7.0, "    runtime::stop(); // third of excerpt 1"),
+                ],
+            ),
+            e(
+                2,
+                vec![
+                    l(7, 3.0, "  int exchange(int rank);"),
+                    l(8, 0.0, "  int other(int rank);"),
+                ],
+            ),
+            e(3, vec![l(9, 1.0, "}")]),
+        ];
+        assert_eq!(
+            key_lines(&ex),
+            "- [1] line 12 of `src/f1.cpp`: `buffers.clear();`\n\
+             - [1] line 40 of `src/f1.cpp`: `runtime::start(argc, argv);`\n\
+             - [2] line 7 of `src/f2.cpp`: `int exchange(int rank);`\n"
+        );
+    }
+
+    #[test]
+    fn a_comment_line_brings_its_block_as_prose_once() {
+        let ex = [e(
+            1,
+            vec![
+                l(3, 0.0, "/**"),
+                l(4, 2.0, " * @brief Sends the halo"),
+                l(5, 3.0, " * to every neighbour rank."),
+                l(6, 0.0, " */"),
+                l(7, 0.0, "void send();"),
+                l(9, 1.0, "send(rank, buffer);"),
+            ],
+        )];
+        assert_eq!(
+            key_lines(&ex),
+            "- [1] the comment at lines 3-6 of `src/f1.cpp`: \"Sends the halo to every neighbour rank.\"\n\
+             - [1] line 9 of `src/f1.cpp`: `send(rank, buffer);`\n"
+        );
+    }
+
+    #[test]
+    fn backticks_and_bidirectional_controls_cannot_escape_the_code_span() {
+        assert_eq!(inline_code("a `b` c"), "`` a `b` c ``");
+        let out = key_lines(&[e(1, vec![l(2, 1.0, "s = \"\u{202E}abc\"; // `x`")])]);
+        assert!(!out.chars().any(crate::text::is_bidi_control), "{out}");
+        assert!(out.contains("`` s = "), "{out}");
+    }
+}
