@@ -106,6 +106,12 @@ impl Context {
 /// than the longest run of backticks in `text`, and at least three
 /// (CommonMark closes a fence only with a run at least as long).
 pub fn fence_for(text: &str) -> String {
+    "`".repeat((longest_backtick_run(text) + 1).max(3))
+}
+
+/// The longest run of backticks in `text` (a code span or fence must be
+/// delimited by a longer one).
+pub(super) fn longest_backtick_run(text: &str) -> usize {
     let mut longest = 0;
     let mut run = 0;
     for ch in text.chars() {
@@ -116,7 +122,7 @@ pub fn fence_for(text: &str) -> String {
             run = 0;
         }
     }
-    "`".repeat((longest + 1).max(3))
+    longest
 }
 
 /// The fence language for a chunk's code.

@@ -10,6 +10,7 @@
 //! can quote the best of them before the model writes a word: exact,
 //! cited, and true by construction.
 
+use super::context::longest_backtick_run;
 use super::evidence::ShownLine;
 use super::facts::cut;
 use crate::text::reveal_bidi;
@@ -44,16 +45,7 @@ pub(super) struct Excerpt {
 /// (CommonMark: a longer run of backticks as the delimiter, and a space
 /// inside it when the text has backticks).
 fn inline_code(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for ch in text.chars() {
-        if ch == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
+    let longest = longest_backtick_run(text);
     let fence = "`".repeat(longest + 1);
     if longest == 0 {
         format!("{fence}{text}{fence}")
