@@ -520,15 +520,29 @@ fn the_answer_opens_with_the_primary_excerpts_facts() {
             .find(|b| b.starts_with(&format!("{n}] ")))
             .unwrap();
         if let Some(code) = rest.split(": `").nth(1) {
+            // `line L` or `lines a-b` (a statement over lines, joined by
+            // spaces): each line is shown by the excerpt and is the file's.
             let code = code.trim_end_matches('`');
-            assert!(block.contains(code), "{key} not in\n{block}");
-            let line: u32 = rest["line ".len()..rest.find(" of").unwrap()]
-                .parse()
-                .unwrap();
-            assert!((chunk.start_line..=chunk.end_line).contains(&line), "{key}");
+            let span = rest[..rest.find(" of").unwrap()]
+                .trim_start_matches("lines ")
+                .trim_start_matches("line ");
+            let (a, b) = span.split_once('-').unwrap_or((span, span));
+            let (a, b): (u32, u32) = (a.parse().unwrap(), b.parse().unwrap());
+            assert!(
+                chunk.start_line <= a && a <= b && b <= chunk.end_line,
+                "{key}"
+            );
             let file = std::fs::read_to_string(fixture_repo().join(&chunk.path)).unwrap();
-            let at = file.lines().nth(line as usize - 1).unwrap();
-            assert_eq!(at.trim(), code, "{key}");
+            let at: Vec<&str> = file
+                .lines()
+                .skip(a as usize - 1)
+                .take((b - a + 1) as usize)
+                .map(str::trim)
+                .collect();
+            assert_eq!(at.join(" "), code, "{key}");
+            for line in &at {
+                assert!(block.contains(line), "{key}: {line:?} not in\n{block}");
+            }
         }
     }
     let model = "  - [1] It fills the halo.";

@@ -139,15 +139,22 @@ enum Bench {
         #[arg(long, default_value = "target/bench/site.json")]
         json: PathBuf,
     },
-    /// Embedding throughput against a bare ort session, index size per
-    /// chunk, and re-index time after one edit, on a repository (IPPL).
+    /// Embedding throughput against a bare ort session (the floor), the
+    /// full index's time over that floor and its peak memory, index size
+    /// per chunk, and re-index time after one edit, on a repository.
     Embed {
-        /// Repository to index (for example an IPPL checkout).
+        /// Repository to index.
         #[arg(long)]
         repo: PathBuf,
-        /// File (relative to the repository) edited before the re-index.
-        #[arg(long, default_value = "src/Field/BareField.hpp")]
-        edit: String,
+        /// File (relative to the repository) edited before the re-index
+        /// (default: the first indexed C++ file with a `{`).
+        #[arg(long)]
+        edit: Option<String>,
+        /// Skip the second pass of our embedder over the bare session's
+        /// batches (halves the run on a large codebase; the floor ratio
+        /// does not need it).
+        #[arg(long)]
+        no_repeat: bool,
         /// Where to write the results JSON.
         #[arg(long, default_value = "target/bench/embed.json")]
         json: PathBuf,
@@ -238,7 +245,7 @@ enum Bench {
     },
 }
 
-fn bench_embed(repo: &Path, edit: &str, json: &Path) -> Result<()> {
+fn bench_embed(repo: &Path, edit: Option<&str>, no_repeat: bool, json: &Path) -> Result<()> {
     models::install(&root())?;
     let work = root().join("target/bench/embed-work");
     let json = root().join(json);
@@ -260,8 +267,13 @@ fn bench_embed(repo: &Path, edit: &str, json: &Path) -> Result<()> {
     ])
     .arg(&repo)
     .arg(&work)
-    .arg(edit)
     .current_dir(root());
+    if let Some(edit) = edit {
+        cmd.args(["--edit", edit]);
+    }
+    if no_repeat {
+        cmd.arg("--no-repeat");
+    }
     eprintln!("+ {cmd:?}");
     let out = cmd.output().context("running the embedding benchmark")?;
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
@@ -548,8 +560,14 @@ fn main() -> Result<()> {
             json: &root().join(json),
         }),
         Cmd::Bench {
-            which: Bench::Embed { repo, edit, json },
-        } => bench_embed(&repo, &edit, &json),
+            which:
+                Bench::Embed {
+                    repo,
+                    edit,
+                    no_repeat,
+                    json,
+                },
+        } => bench_embed(&repo, edit.as_deref(), no_repeat, &json),
         Cmd::Bench {
             which:
                 Bench::Answers {

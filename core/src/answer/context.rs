@@ -482,6 +482,7 @@ pub fn build_context(
             excerpts.push(Excerpt {
                 n,
                 path: c.path.clone(),
+                cpp: language == "cpp",
                 lines: ch.shown,
             });
         }

@@ -31,12 +31,66 @@ const COMMENT_CHARS: usize = 240;
 /// Trimmed lines shorter than this say nothing alone (`}`, `else {`).
 const SHORTEST: usize = 8;
 
+/// Lines a quoted statement reaches back over, at most, to its start.
+const STATEMENT_LINES: usize = 4;
+
+/// Whether `line` continues the statement of the line before it, `before`:
+/// it opens with an operator or a closing bracket (`: 0;`, `&& ok`, `);`),
+/// or `before` ends in the middle of an expression (`f(a,`, `x =`).
+fn continues(before: &str, line: &str) -> bool {
+    let (before, line) = (before.trim_end(), line.trim_start());
+    let opens = [
+        ":", "?", ".", "->", "&&", "||", ",", ")", "+", "<<", ">>", "=", "|",
+    ];
+    let ends = ["(", ",", "=", "&&", "||", "+", "<<", ">>", "?"];
+    (opens.iter().any(|o| line.starts_with(o)) && !line.starts_with("::"))
+        || ends.iter().any(|e| before.ends_with(e))
+}
+
+/// The statement that shown line `i` belongs to, as far as the excerpt
+/// shows it: its first and last file lines and its trimmed lines joined by
+/// spaces. `None` when line `i` continues a statement whose start is not
+/// shown (a fragment such as `: 0;` says nothing alone), or a declaration
+/// (the fact lines say those).
+fn statement(lines: &[ShownLine], i: usize) -> Option<(u32, u32, String)> {
+    let mut first = i;
+    while first > 0
+        && i - first + 1 < STATEMENT_LINES
+        && !lines[first - 1].comment
+        && lines[first - 1].line + 1 == lines[first].line
+        && continues(&lines[first - 1].text, &lines[first].text)
+    {
+        first -= 1;
+    }
+    let opens_mid_statement = first == 0 || lines[first - 1].line + 1 != lines[first].line;
+    if continues("", &lines[first].text) && opens_mid_statement
+        || first > 0
+            && lines[first - 1].line + 1 == lines[first].line
+            && !lines[first - 1].comment
+            && continues(&lines[first - 1].text, &lines[first].text)
+    {
+        return None;
+    }
+    if lines[first..=i].iter().any(|l| l.declaration) {
+        return None;
+    }
+    let text = lines[first..=i]
+        .iter()
+        .map(|l| l.text.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some((lines[first].line, lines[i].line, text))
+}
+
 /// The lines one excerpt shows, for its key lines.
 pub(super) struct Excerpt {
     /// The excerpt's citation number.
     pub(super) n: u32,
     /// Its repository path.
     pub(super) path: String,
+    /// Whether it is C++, whose statements run over lines (a line of
+    /// documentation stands alone).
+    pub(super) cpp: bool,
     /// Its shown lines, in reading order.
     pub(super) lines: Vec<ShownLine>,
 }
@@ -104,10 +158,11 @@ fn comment_block(lines: &[ShownLine], i: usize) -> (u32, u32, String) {
 /// The key-line bullets of a lead, one per line: the best-scored shown
 /// lines (ties by excerpt and line), at most [`PER_EXCERPT`] from one
 /// excerpt, none that is a declaration's own line (the fact lines say
-/// those) or repeats another; a comment line brings its whole block, as
-/// prose. Listed in excerpt and line order, each citing its excerpt:
-/// `- [n] line L of `path`: `code`` or
-/// `- [n] the comment at lines a-b of `path`: "words"`.
+/// those) or repeats or overlaps another; a code line brings the shown
+/// start of its statement, and a comment line its whole block, as prose.
+/// Listed in excerpt and line order, each citing its excerpt:
+/// `- [n] line L of `path`: `code``, `- [n] lines a-b of `path`: `code``
+/// or `- [n] the comment at lines a-b of `path`: "words"`.
 pub(super) fn key_lines(excerpts: &[Excerpt]) -> String {
     let mut quotes: Vec<Quote<'_>> = Vec::new();
     for e in excerpts {
@@ -131,11 +186,18 @@ pub(super) fn key_lines(excerpts: &[Excerpt]) -> String {
                     comment: true,
                 }
             } else {
-                let text = l.text.trim().to_string();
+                let quoted = if e.cpp {
+                    statement(&e.lines, i)
+                } else {
+                    Some((l.line, l.line, l.text.trim().to_string()))
+                };
+                let Some((first, last, text)) = quoted else {
+                    continue;
+                };
                 Quote {
                     excerpt: e,
-                    first: l.line,
-                    last: l.line,
+                    first,
+                    last,
                     score: l.score,
                     text,
                     comment: false,
@@ -157,7 +219,9 @@ pub(super) fn key_lines(excerpts: &[Excerpt]) -> String {
         if chosen.len() == KEY_LINES {
             break;
         }
-        if chosen.iter().any(|c| c.text == q.text)
+        let overlaps =
+            |c: &Quote<'_>| c.excerpt.n == q.excerpt.n && c.first <= q.last && q.first <= c.last;
+        if chosen.iter().any(|c| c.text == q.text || overlaps(c))
             || chosen.iter().filter(|c| c.excerpt.n == q.excerpt.n).count() == PER_EXCERPT
         {
             continue;
@@ -168,10 +232,17 @@ pub(super) fn key_lines(excerpts: &[Excerpt]) -> String {
     let mut out = String::new();
     for q in chosen {
         let (n, path) = (q.excerpt.n, &q.excerpt.path);
-        let line = if !q.comment {
+        let line = if !q.comment && q.first == q.last {
             format!(
                 "- [{n}] line {} of `{path}`: {}\n",
                 q.first,
+                inline_code(&cut(&q.text, LINE_CHARS))
+            )
+        } else if !q.comment {
+            format!(
+                "- [{n}] lines {}-{} of `{path}`: {}\n",
+                q.first,
+                q.last,
                 inline_code(&cut(&q.text, LINE_CHARS))
             )
         } else if q.first == q.last {
@@ -212,6 +283,7 @@ mod tests {
         Excerpt {
             n,
             path: format!("src/f{n}.cpp"),
+            cpp: true,
             lines,
         }
     }
@@ -262,6 +334,38 @@ mod tests {
             key_lines(&ex),
             "- [1] the comment at lines 3-6 of `src/f1.cpp`: \"Sends the halo to every neighbour rank.\"\n\
              - [1] line 9 of `src/f1.cpp`: `send(rank, buffer);`\n"
+        );
+    }
+
+    #[test]
+    fn a_continued_statement_is_quoted_from_its_shown_start_or_not_at_all() {
+        let ex = [e(
+            1,
+            vec![
+                l(20, 0.0, "    int mode = absorbing"),
+                l(21, 0.0, "        ? 1"),
+                l(22, 4.0, "        : 0;  // 1 if absorbing"),
+                l(30, 5.0, "        : fallback;"),
+                l(40, 0.0, "    exchange(halo,"),
+                l(41, 3.0, "             rank);"),
+            ],
+        )];
+        assert_eq!(
+            key_lines(&ex),
+            "- [1] lines 20-22 of `src/f1.cpp`: `int mode = absorbing ? 1 : 0;  // 1 if absorbing`\n\
+             - [1] lines 40-41 of `src/f1.cpp`: `exchange(halo, rank);`\n"
+        );
+        // Documentation lines stand alone.
+        let doc = [Excerpt {
+            cpp: false,
+            ..e(
+                2,
+                vec![l(5, 0.0, "```"), l(6, 2.0, "./scripts/build.sh --all")],
+            )
+        }];
+        assert_eq!(
+            key_lines(&doc),
+            "- [2] line 6 of `src/f2.cpp`: `./scripts/build.sh --all`\n"
         );
     }
 
