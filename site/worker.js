@@ -232,11 +232,11 @@ async function retrieveLoaded(query, vector) {
     const t = performance.now();
     const r = JSON.parse(engine.search(query, undefined, vector));
     const ms = performance.now() - t;
-    if (!r.need_postings) return { result: r, ms };
+    if (!r.need_keyword) return { result: r, ms };
     await Promise.all([
-      ...r.need_postings.map(async (m) => {
+      ...r.need_keyword.map(async (m) => {
         const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
-        engine.addPostings(m.position, bytes);
+        engine.addKeywordShard(m.position, bytes);
       }),
       // Listed in the vector directory, not the manifest: checked against
       // the directory's size and hash.

@@ -253,26 +253,59 @@ pub const B: f32 = 0.75;
 pub struct LexicalIndex {
     /// Field weights used when building.
     pub weights: FieldWeights,
-    /// Sorted vocabulary.
+    /// Sorted vocabulary (in runs: the loaded runs' terms, each run sorted,
+    /// the runs in the order they arrived).
     pub terms: Vec<String>,
     /// Per term: `(chunk, weighted term frequency × 8)`, by chunk id.
     pub postings: Vec<Vec<(u32, u16)>>,
     /// Per chunk: weighted length × 8.
     pub doc_len: Vec<u32>,
-    /// Terms whose posting lists are not loaded yet (the browser loads
-    /// them on demand); `None` when all are, as natively.
+    /// Where the vocabulary arrives run by run (the browser, where a run is
+    /// a postings shard's terms with their lists); `None` when it is all
+    /// here, as natively.
     #[serde(skip)]
-    pub absent: Option<Vec<bool>>,
+    pub runs: Option<Runs>,
     /// Absent terms that a lookup asked for since the last
     /// [`LexicalIndex::take_wanted`].
     #[serde(skip)]
     wanted: Wanted,
 }
 
-/// The record of absent terms (or vector partitions) looked up: a lock only so that a corpus
-/// stays `Sync` (the native side shares one between threads); core itself
-/// never spawns any. Not part of the index's value: clones start empty and
-/// every two records compare equal.
+/// A vocabulary that arrives run by run: which runs there are, and where
+/// the loaded ones sit in [`LexicalIndex::terms`] and its postings. Its
+/// size is the number of runs, whatever the vocabulary claims to hold, so
+/// a hostile manifest cannot make it allocate.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Runs {
+    /// Each run's first term and first term id in the whole vocabulary,
+    /// both increasing: a term belongs to the last run whose first term is
+    /// not after it.
+    starts: Vec<(String, u32)>,
+    /// Where each loaded run's terms sit in `terms` and `postings`.
+    slots: Vec<Option<std::ops::Range<usize>>>,
+}
+
+impl Runs {
+    /// Runs from their first terms and first term ids (both increasing;
+    /// the caller checks).
+    pub fn new(starts: Vec<(String, u32)>) -> Self {
+        let slots = vec![None; starts.len()];
+        Runs { starts, slots }
+    }
+
+    /// The run that would hold `term`; `None` before the first run.
+    fn of(&self, term: &str) -> Option<usize> {
+        self.starts
+            .partition_point(|(first, _)| first.as_str() <= term)
+            .checked_sub(1)
+    }
+}
+
+/// The record of absent terms (or vector partitions, or the qualified
+/// names) looked up: a lock only so that a corpus stays `Sync` (the native
+/// side shares one between threads); core itself never spawns any. Not part
+/// of the index's value: clones start empty and every two records compare
+/// equal.
 #[derive(Debug, Default)]
 pub(crate) struct Wanted(std::sync::Mutex<std::collections::BTreeSet<usize>>);
 
@@ -297,6 +330,8 @@ impl PartialEq for Wanted {
     }
 }
 
+impl Eq for Wanted {}
+
 /// One keyword hit.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LexicalHit {
@@ -319,34 +354,54 @@ impl LexicalIndex {
             terms,
             postings,
             doc_len,
-            absent: None,
+            runs: None,
             wanted: Default::default(),
         }
     }
 
-    /// Mark every posting list as not loaded (the browser's starting point).
-    pub fn mark_all_absent(&mut self) {
-        self.absent = Some(vec![true; self.terms.len()]);
+    /// An index whose vocabulary and posting lists arrive later, run by
+    /// run (the browser's starting point). Until a run is loaded its terms
+    /// look absent, and looking one up records the run's first term id
+    /// ([`LexicalIndex::take_wanted`]).
+    pub fn in_runs(weights: FieldWeights, runs: Runs, doc_len: Vec<u32>) -> Self {
+        let mut index = LexicalIndex::new(weights, Vec::new(), Vec::new(), doc_len);
+        index.runs = Some(runs);
+        index
     }
 
-    /// The absent terms looked up since the last call (term ids, sorted).
-    /// A retrieval that asked for none ran on complete data.
+    /// What lookups found not loaded since the last call: the first term
+    /// id of each run they needed, sorted. A retrieval that asked for none
+    /// ran on complete data.
     pub fn take_wanted(&self) -> Vec<usize> {
         std::mem::take(&mut *self.wanted.lock())
             .into_iter()
             .collect()
     }
 
-    /// Load the posting lists of terms `first..first + lists.len()`.
-    pub fn load_postings(&mut self, first: usize, lists: Vec<Vec<(u32, u16)>>) {
-        for (i, list) in lists.into_iter().enumerate() {
-            if let Some(p) = self.postings.get_mut(first + i) {
-                *p = list;
-            }
-            if let Some(a) = self.absent.as_mut().and_then(|a| a.get_mut(first + i)) {
-                *a = false;
-            }
+    /// The first term id of the run that would hold `term`, when the
+    /// vocabulary is in runs (`None` natively, or before the first run).
+    pub fn run_start(&self, term: &str) -> Option<u32> {
+        let runs = self.runs.as_ref()?;
+        runs.of(term).map(|r| runs.starts[r].1)
+    }
+
+    /// Load the run that starts at term id `first`: its sorted terms and
+    /// their posting lists. A run loaded already, or not in
+    /// [`LexicalIndex::runs`], is left as it is.
+    pub fn load_run(&mut self, first: u32, terms: Vec<String>, lists: Vec<Vec<(u32, u16)>>) {
+        let Some(runs) = self.runs.as_mut() else {
+            return;
+        };
+        let Ok(r) = runs.starts.binary_search_by_key(&first, |&(_, id)| id) else {
+            return;
+        };
+        if runs.slots[r].is_some() {
+            return;
         }
+        let n = terms.len().min(lists.len());
+        runs.slots[r] = Some(self.terms.len()..self.terms.len() + n);
+        self.terms.extend(terms.into_iter().take(n));
+        self.postings.extend(lists.into_iter().take(n));
     }
 
     /// Build over every chunk of an index.
@@ -427,12 +482,24 @@ impl LexicalIndex {
         Ok(v)
     }
 
+    /// Where a term's posting list sits in `postings`; `None` for a term
+    /// not in the vocabulary, or (in runs) in a run not loaded yet, which
+    /// is then recorded as wanted.
     fn term_id(&self, term: &str) -> Option<usize> {
-        let i = self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok()?;
-        if self.absent.as_ref().is_some_and(|a| a[i]) {
-            self.wanted.lock().insert(i);
-        }
-        Some(i)
+        let Some(runs) = &self.runs else {
+            return self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok();
+        };
+        let r = runs.of(term)?;
+        let Some(slot) = runs.slots[r].clone() else {
+            self.wanted.lock().insert(runs.starts[r].1 as usize);
+            return None;
+        };
+        let i = self
+            .terms
+            .get(slot.clone())?
+            .binary_search_by(|t| t.as_str().cmp(term))
+            .ok()?;
+        Some(slot.start + i)
     }
 
     /// Whether a chunk's text (any field) holds an index term, such as a
@@ -514,6 +581,65 @@ impl LexicalIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A small index whole, and the same split into runs of two terms.
+    fn whole_and_runs() -> (LexicalIndex, LexicalIndex) {
+        let terms: Vec<String> = ["cell", "field", "ghost", "halo", "mesh"]
+            .map(String::from)
+            .to_vec();
+        let postings = vec![
+            vec![(0, 8)],
+            vec![(1, 16)],
+            vec![(0, 8), (2, 8)],
+            vec![(2, 24)],
+            vec![(1, 8)],
+        ];
+        let doc_len = vec![40, 48, 64];
+        let whole = LexicalIndex::new(FieldWeights::default(), terms, postings, doc_len.clone());
+        let starts = vec![("cell".into(), 0), ("ghost".into(), 2), ("mesh".into(), 4)];
+        let runs = LexicalIndex::in_runs(FieldWeights::default(), Runs::new(starts), doc_len);
+        (whole, runs)
+    }
+
+    fn load(from: &LexicalIndex, into: &mut LexicalIndex, first: u32, n: usize) {
+        let r = first as usize..first as usize + n;
+        into.load_run(
+            first,
+            from.terms[r.clone()].to_vec(),
+            from.postings[r].to_vec(),
+        );
+    }
+
+    #[test]
+    fn a_vocabulary_in_runs_knows_a_term_once_its_run_is_loaded() {
+        let (whole, mut runs) = whole_and_runs();
+        // Nothing loaded: every lookup is empty and records its run, once.
+        assert!(runs.chunks_with("halo").is_empty());
+        assert!(runs.chunks_with("ghost").is_empty());
+        assert!(runs.chunks_with("zeta").is_empty());
+        assert_eq!(runs.take_wanted(), vec![2, 4]);
+        // Before the first run's first term: absent, nothing to fetch.
+        assert!(runs.chunks_with("aaa").is_empty());
+        assert!(runs.take_wanted().is_empty());
+        // Runs load in any order; loading one twice changes nothing.
+        load(&whole, &mut runs, 4, 1);
+        load(&whole, &mut runs, 2, 2);
+        load(&whole, &mut runs, 2, 2);
+        load(&whole, &mut runs, 0, 2);
+        assert_eq!(runs.terms.len(), 5);
+        for t in [
+            "cell", "field", "ghost", "halo", "mesh", "gamma", "zeta", "a",
+        ] {
+            assert_eq!(runs.chunks_with(t), whole.chunks_with(t), "{t}");
+            assert_eq!(runs.idf(t), whole.idf(t), "{t}");
+        }
+        let q: Vec<String> = ["ghost", "halo", "mesh"].map(String::from).to_vec();
+        assert_eq!(runs.scores(&q), whole.scores(&q));
+        assert!(runs.take_wanted().is_empty());
+        // A run the index does not list is ignored.
+        load(&whole, &mut runs, 1, 1);
+        assert_eq!(runs.terms.len(), 5);
+    }
 
     #[test]
     fn identifiers_split_and_stay_whole() {

@@ -360,11 +360,13 @@ fn web_golden_files_decode_to_the_fixed_index() {
     let dir = golden("web");
     let data = sample();
     let (manifest, mut index) = open_web(&dir);
-    for kind in [ShardKind::Postings, ShardKind::Text] {
+    for kind in [ShardKind::Postings, ShardKind::Qualified, ShardKind::Text] {
         for (position, info) in manifest.shards_of(kind) {
             let bytes = read(&dir, &info.name);
             match kind {
-                ShardKind::Postings => index.add_postings(position, &bytes),
+                ShardKind::Postings | ShardKind::Qualified => {
+                    index.add_keyword_shard(position, &bytes)
+                }
                 _ => index.add_text(position, &bytes),
             }
             .expect("a golden shard loads");

@@ -132,9 +132,11 @@ fn question(corpus: &Corpus, pick: usize) -> String {
         .find(|e| !e.name.is_empty())
         .map_or("BareField", |e| e.name.as_str());
     let path = data.files.first().map_or("Field.h", |f| f.path.as_str());
-    match pick % 3 {
+    match pick % 4 {
         0 => "How are the halo cells of a field exchanged between ranks?".into(),
         1 => format!("What is the difference between {name} and fillHalo?"),
+        // A qualified name: the web index fetches its qualified-names shard.
+        2 => format!("How do I call detail::{name}?"),
         _ => format!("Where is {name} defined in {path} and what calls it?"),
     }
 }
@@ -327,12 +329,12 @@ fn drive_web<'a>(
         let q = question(&index.corpus, pick);
         let qv = index.has_vectors().then_some(qv.as_slice());
         let mut result = None;
-        // The engine answers `need_postings` until a search is final.
+        // The engine answers `need_keyword` until a search is final.
         for _ in 0..6 {
             let Ok(r) = retrieve(&index.corpus, &q, qv, &settings) else {
                 break;
             };
-            let need = index.missing_postings();
+            let need = index.missing_keyword_shards();
             let partitions = index.missing_partitions();
             let blocks = index.missing_blocks();
             if need.is_empty() && partitions.is_empty() && blocks.is_empty() {
@@ -341,7 +343,7 @@ fn drive_web<'a>(
             }
             for p in need {
                 if let Some(bytes) = shard_bytes(&index, p) {
-                    let _ = index.add_postings(p, bytes);
+                    let _ = index.add_keyword_shard(p, bytes);
                 }
             }
             for p in partitions {
@@ -412,6 +414,7 @@ pub fn web_shard(input: &[u8]) {
         ShardKind::Text,
         ShardKind::Vectors,
         ShardKind::VectorDirectory,
+        ShardKind::Qualified,
     ];
     let kind = kinds[usize::from(sel & 0x7f) % kinds.len()];
     let (bytes, inflated) = if sel & 0x80 != 0 {

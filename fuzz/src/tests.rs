@@ -82,6 +82,7 @@ fn write_seeds() {
         ShardKind::Text,
         ShardKind::Vectors,
         ShardKind::VectorDirectory,
+        ShardKind::Qualified,
     ]
     .into_iter()
     .enumerate()

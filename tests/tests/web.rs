@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use codegloss_core::format::{sha256_hex, Manifest};
 use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
-use codegloss_core::web::{build_site_index, ShardKind, SiteIndex, WebIndex, WebManifest};
+use codegloss_core::web::{build_site_index_with, ShardKind, SiteIndex, WebIndex, WebManifest};
 use codegloss_core::{CoreError, IndexData};
 use codegloss_indexer::{ingest::build, Config};
 use codegloss_tests::fixture_repo;
@@ -27,9 +27,11 @@ fn native() -> &'static (Manifest, IndexData, LexicalIndex) {
     })
 }
 
+/// The fixture's site, its vocabulary spread over runs of about 1,000
+/// postings (the default puts the whole fixture in one run).
 fn site() -> SiteIndex {
     let (m, d, l) = native();
-    build_site_index(m, d, l, None).unwrap()
+    build_site_index_with(m, d, l, None, 1_000).unwrap()
 }
 
 fn bytes_of<'a>(site: &'a SiteIndex, name: &str) -> &'a [u8] {
@@ -137,12 +139,101 @@ fn the_search_shard_carries_the_tables_exactly() {
     }
     assert_eq!(w.corpus.data, want);
     let (_, _, lexical) = native();
-    assert_eq!(w.corpus.lexical.terms, lexical.terms);
     assert_eq!(w.corpus.lexical.doc_len, lexical.doc_len);
+    assert!(
+        w.corpus.lexical.terms.is_empty(),
+        "the vocabulary is not in the search shard"
+    );
+    // The qualified names are not in the search shard; their own shard
+    // completes the features.
+    assert!(w.corpus.features.qualified_absent);
+    assert!(w.corpus.features.names.is_empty());
+    let s = site();
+    let (q, info) = s.manifest.shards_of(ShardKind::Qualified).next().unwrap();
+    let mut w = w;
+    w.add_keyword_shard(q, bytes_of(&s, &info.name)).unwrap();
     assert_eq!(
         w.corpus.features,
         codegloss_core::retrieve::features::TextFeatures::compute(data)
     );
+    assert!(!w.corpus.features.qualified_absent);
+}
+
+#[test]
+fn only_a_question_that_writes_a_qualified_name_fetches_them() {
+    let s = site();
+    let (q, _) = s.manifest.shards_of(ShardKind::Qualified).next().unwrap();
+    let fetched = |question: &str| {
+        let mut w = open(&s);
+        let mut all = Vec::new();
+        for _ in 0..8 {
+            retrieve(&w.corpus, question, None, &RetrievalSettings::default()).unwrap();
+            let need = w.missing_keyword_shards();
+            if need.is_empty() {
+                break;
+            }
+            for p in need {
+                let name = s.manifest.shards[p].name.clone();
+                w.add_keyword_shard(p, bytes_of(&s, &name)).unwrap();
+                all.push(p);
+            }
+        }
+        all
+    };
+    assert!(!fetched(QUESTIONS[1]).contains(&q), "{}", QUESTIONS[1]);
+    let api = "How do I call picsim::detail::HaloCells::fillHalo?";
+    assert!(fetched(api).contains(&q), "{api}");
+}
+
+#[test]
+fn postings_shards_carry_the_vocabulary_in_runs() {
+    let s = site();
+    let mut w = open(&s);
+    let (_, _, lexical) = native();
+    // The manifest names each run's first term; the runs cover the
+    // vocabulary in order.
+    let firsts: Vec<&str> = s
+        .manifest
+        .shards_of(ShardKind::Postings)
+        .map(|(_, p)| p.first_term.as_deref().unwrap())
+        .collect();
+    assert!(firsts.len() >= 2, "the fixture spans several runs");
+    assert!(firsts.windows(2).all(|f| f[0] < f[1]));
+    // Loaded in reverse order, every run gives back its terms and lists.
+    let shards: Vec<(usize, String)> = s
+        .manifest
+        .shards_of(ShardKind::Postings)
+        .map(|(p, i)| (p, i.name.clone()))
+        .collect();
+    for (p, name) in shards.iter().rev() {
+        w.add_keyword_shard(*p, bytes_of(&s, name)).unwrap();
+    }
+    let web = &w.corpus.lexical;
+    assert_eq!(web.terms.len(), lexical.terms.len());
+    for term in &lexical.terms {
+        assert_eq!(web.chunks_with(term), lexical.chunks_with(term), "{term}");
+    }
+    assert!(web.take_wanted().is_empty());
+    // A term before every run, and one inside a loaded run but not in it,
+    // are absent and want nothing.
+    assert!(web.chunks_with("").is_empty());
+    let inside = format!("{}\u{1}", firsts[0]);
+    assert!(!lexical.terms.contains(&inside));
+    assert!(web.chunks_with(&inside).is_empty());
+    assert!(web.take_wanted().is_empty());
+}
+
+#[test]
+fn a_term_outside_the_vocabulary_costs_the_run_it_would_be_in() {
+    let s = site();
+    let w = open(&s);
+    // Not loaded: the lookup records the run that would hold it.
+    let absent = "zzzz-not-a-term";
+    assert!(w.corpus.lexical.chunks_with(absent).is_empty());
+    let need = w.missing_keyword_shards();
+    assert_eq!(need.len(), 1);
+    let last = s.manifest.shards_of(ShardKind::Postings).last().unwrap().0;
+    assert_eq!(need[0], last);
 }
 
 #[test]
@@ -190,13 +281,13 @@ fn retrieve_web(
 ) -> (codegloss_core::retrieve::Retrieval, usize) {
     for round in 0..8 {
         let r = retrieve(&w.corpus, q, None, &RetrievalSettings::default()).unwrap();
-        let need = w.missing_postings();
+        let need = w.missing_keyword_shards();
         if need.is_empty() {
             return (r, round);
         }
         for p in need {
             let name = s.manifest.shards[p].name.clone();
-            w.add_postings(p, bytes_of(s, &name)).unwrap();
+            w.add_keyword_shard(p, bytes_of(s, &name)).unwrap();
         }
     }
     panic!("{q}: postings did not settle");
@@ -284,14 +375,44 @@ fn damage_is_a_typed_error() {
     );
     let (pp, ps) = s.manifest.shards_of(ShardKind::Postings).next().unwrap();
     assert!(
-        w.add_postings(p, bytes_of(&s, &ps.name)).is_err(),
+        w.add_keyword_shard(p, bytes_of(&s, &ps.name)).is_err(),
         "postings at a text position"
     );
     assert!(
-        w.add_postings(pp, bytes_of(&s, &t.name)).is_err(),
+        w.add_keyword_shard(pp, bytes_of(&s, &t.name)).is_err(),
         "text bytes as postings"
     );
-    w.add_postings(pp, bytes_of(&s, &ps.name)).unwrap();
+    // A postings shard that is not the run the manifest names: its first
+    // term is not the manifest's.
+    let positions: Vec<usize> = s
+        .manifest
+        .shards_of(ShardKind::Postings)
+        .map(|(p, _)| p)
+        .collect();
+    let last = *positions.last().unwrap();
+    let mut moved = s.manifest.clone();
+    let first = moved.shards[last].first_term.clone().unwrap();
+    moved.shards[last].first_term = Some(format!("{first}~"));
+    let mut m = WebIndex::open(moved, bytes_of(&s, &info.name)).unwrap();
+    let last_name = s.manifest.shards[last].name.clone();
+    assert!(matches!(
+        m.add_keyword_shard(last, bytes_of(&s, &last_name)),
+        Err(CoreError::Inconsistent { .. })
+    ));
+    // Runs out of order, or without a first term, are a manifest error.
+    let mut unsorted = s.manifest.clone();
+    unsorted.shards[positions[0]].first_term = unsorted.shards[positions[1]].first_term.clone();
+    assert!(matches!(
+        WebIndex::open(unsorted, bytes_of(&s, &info.name)),
+        Err(CoreError::Manifest { .. })
+    ));
+    let mut unnamed = s.manifest.clone();
+    unnamed.shards[positions[0]].first_term = None;
+    assert!(matches!(
+        WebIndex::open(unnamed, bytes_of(&s, &info.name)),
+        Err(CoreError::Manifest { .. })
+    ));
+    w.add_keyword_shard(pp, bytes_of(&s, &ps.name)).unwrap();
     // A manifest of another format or version.
     let mut m = s.manifest.clone();
     m.format_version = 99;

@@ -152,12 +152,13 @@ impl Engine {
 
     /// Retrieve for a question. `query_vector` is the embedded
     /// [`Engine::query_text`] (omit it for keyword and structure only).
-    /// Returns JSON `{need_postings: [{position, name, bytes}],
+    /// Returns JSON `{need_keyword: [{position, name, bytes}],
     /// need_partitions: [{partition, name, bytes, sha256}], need_blocks:
-    /// [{block, name, bytes, sha256}]}` when the keyword postings of some
-    /// query terms, the codes of some probed partitions or the vectors of
-    /// some refined chunks must be fetched first (hand them to
-    /// [`Engine::add_postings`], [`Engine::add_partition`] and
+    /// [{block, name, bytes, sha256}]}` when the keyword shards of some
+    /// query terms (postings runs, or the qualified names), the codes of
+    /// some probed partitions or the vectors of some refined chunks must be
+    /// fetched first (hand them to [`Engine::add_keyword_shard`],
+    /// [`Engine::add_partition`] and
     /// [`Engine::add_block`] and search again), else `{chunks:
     /// [...], files, missing: [{position, name, bytes}]}`: `missing` lists
     /// the text shards to fetch and hand to [`Engine::add_text`] before
@@ -175,9 +176,9 @@ impl Engine {
         let qv = query_vector.filter(|_| self.index.has_vectors());
         let r = retrieve(&self.index.corpus, question, qv.as_deref(), &settings)
             .map_err(|e| js_error("search", e))?;
-        // Keyword postings load per query: when this retrieval looked up
+        // Keyword shards load per query: when this retrieval looked up
         // terms whose lists are not here yet, its result is not final.
-        let need = self.index.missing_postings();
+        let need = self.index.missing_keyword_shards();
         let partitions = self.index.missing_partitions();
         let blocks = self.index.missing_blocks();
         if !need.is_empty() || !partitions.is_empty() || !blocks.is_empty() {
@@ -196,7 +197,7 @@ impl Engine {
                 })
                 .collect();
             return Ok(json!({
-                "need_postings": self.shard_refs(need),
+                "need_keyword": self.shard_refs(need),
                 "need_partitions": partitions,
                 "need_blocks": blocks,
             })
@@ -232,12 +233,13 @@ impl Engine {
             .to_string()
     }
 
-    /// Add a postings shard's bytes (`position` from `need_postings`).
-    #[wasm_bindgen(js_name = addPostings)]
-    pub fn add_postings(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
+    /// Add a keyword shard's bytes (`position` from `need_keyword`): a
+    /// postings run or the qualified names.
+    #[wasm_bindgen(js_name = addKeywordShard)]
+    pub fn add_keyword_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
         self.index
-            .add_postings(position, bytes)
-            .map_err(|e| js_error("index postings", e))
+            .add_keyword_shard(position, bytes)
+            .map_err(|e| js_error("index keyword shard", e))
     }
 
     /// Add a text shard's bytes (`position` from `missing`).

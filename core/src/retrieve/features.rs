@@ -6,7 +6,9 @@
 //! the chunks shown or sent to the model), and ranks exactly as the native
 //! CLI does because both rank from these features. Natively they are
 //! computed in [`crate::retrieve::Corpus::new`]; for the web they are
-//! computed by the site writer and shipped in the search shard.
+//! computed by the site writer and shipped in the search shard, except the
+//! qualified names, which only questions that write a `::` name read: they
+//! travel in a shard of their own, fetched when a lookup first needs them.
 
 use std::collections::BTreeMap;
 
@@ -47,6 +49,14 @@ pub struct TextFeatures {
     pub names: Vec<String>,
     /// Per chunk.
     pub chunks: Vec<ChunkFeatures>,
+    /// Whether `names` and every chunk's `qualified` are still to come
+    /// (the browser, until [`TextFeatures::load_qualified`]): lookups then
+    /// match nothing and record that they needed them.
+    #[serde(skip)]
+    pub qualified_absent: bool,
+    /// Whether a lookup needed them while absent (one entry, 0).
+    #[serde(skip)]
+    wanted: crate::lexical::Wanted,
 }
 
 fn is_name_char(c: char) -> bool {
@@ -132,7 +142,52 @@ impl TextFeatures {
         TextFeatures {
             names: name_ids.into_keys().map(str::to_string).collect(),
             chunks,
+            ..TextFeatures::default()
         }
+    }
+
+    /// Features whose qualified names are still to come
+    /// ([`TextFeatures::load_qualified`]).
+    pub fn without_qualified(chunks: Vec<ChunkFeatures>) -> Self {
+        TextFeatures {
+            chunks,
+            qualified_absent: true,
+            ..TextFeatures::default()
+        }
+    }
+
+    /// Whether a lookup needed the absent qualified names since the last
+    /// call.
+    pub fn take_wanted(&self) -> bool {
+        !std::mem::take(&mut *self.wanted.lock()).is_empty()
+    }
+
+    /// Load the qualified names and each chunk's list of them (as
+    /// [`ChunkFeatures::qualified`]), checked like [`TextFeatures::check`].
+    pub fn load_qualified(
+        &mut self,
+        names: Vec<String>,
+        qualified: Vec<Vec<u32>>,
+    ) -> Result<(), CoreError> {
+        if qualified.len() != self.chunks.len() {
+            return Err(CoreError::malformed(format!(
+                "qualified names for {} chunks, index has {}",
+                qualified.len(),
+                self.chunks.len()
+            )));
+        }
+        let n = names.len() as u32;
+        if qualified.iter().flatten().any(|q| q & !CALLED >= n) {
+            return Err(CoreError::malformed(
+                "a chunk names a qualified name outside the table",
+            ));
+        }
+        self.names = names;
+        for (c, q) in self.chunks.iter_mut().zip(qualified) {
+            c.qualified = q;
+        }
+        self.qualified_absent = false;
+        Ok(())
     }
 
     /// Check that the features fit an index of `chunks` chunks.
@@ -167,6 +222,10 @@ impl TextFeatures {
     /// match.
     pub fn code_contains(&self, chunk: u32, term: &str, called: bool) -> bool {
         if term.is_empty() || !term.chars().all(is_name_char) {
+            return false;
+        }
+        if self.qualified_absent {
+            self.wanted.lock().insert(0);
             return false;
         }
         let Some(f) = self.feature(chunk) else {

@@ -60,6 +60,17 @@ impl DiffColumn {
         self.cut.len()
     }
 
+    /// Every row of a front-coded column: each row predicted by the one
+    /// before it (the first by "").
+    pub(crate) fn front_coded(&self, budget: &Budget) -> Result<Vec<String>, CoreError> {
+        let mut rows: Vec<String> = Vec::with_capacity(self.len());
+        for i in 0..self.len() {
+            let row = self.get(i, rows.last().map_or("", String::as_str), budget)?;
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+
     /// What the column costs in the shard: a row, and its appended bytes.
     pub(crate) fn weight(&self) -> usize {
         self.cut.len() + self.append.iter().map(String::len).sum::<usize>()

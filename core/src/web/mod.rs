@@ -8,9 +8,14 @@
 //!   only file a host must not cache for long;
 //! - immutable shards named by the full SHA-256 of their bytes, so hosts can
 //!   cache them forever;
-//! - one *search* shard (metadata, BM25 postings, graph and the text
-//!   features retrieval ranks from, but no code or gloss text), loaded
-//!   first; one *vectors* shard, loaded with semantic search, or under
+//! - one *search* shard (metadata, graph, the keyword index's document
+//!   lengths and the text features retrieval ranks from, but no code,
+//!   gloss text, vocabulary or qualified names), loaded first; *postings*
+//!   shards, each a run of the sorted vocabulary with its posting lists,
+//!   listed in the manifest with the run's first term so that a query
+//!   fetches the runs of its terms and nothing else; one *qualified*
+//!   shard (the `a::b` names each chunk's code writes), fetched by the
+//!   first question that writes such a name; one *vectors* shard, loaded with semantic search, or under
 //!   `[retrieval] ivf_probe` a vector *directory* loaded with semantic
 //!   search and the *partitions* a question probes (`vectors.rs`); and *text*
 //!   shards (code and glosses of a run of chunks, 64 KiB before compression),
@@ -36,9 +41,11 @@ use crate::retrieve::Corpus;
 use crate::vectors::VectorIndex;
 
 mod columns;
+mod qualified;
 mod shard;
 mod tables;
 mod vectors;
+pub use qualified::QualifiedShard;
 pub use shard::open_shard;
 use shard::{decode_shard, encode_shard, shard, wrap_shard};
 pub use tables::Tables;
@@ -51,13 +58,19 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// their partitions, and a site ranked with `ivf_probe > 0` ships them as
 /// a directory and partition shards; 6: partition shards carry product
 /// codes, and the int8 vectors move to refine blocks; 7: the partitions
-/// carry each chunk's radius, [`crate::hubness`]).
-pub const WEB_FORMAT_VERSION: u32 = 7;
+/// carry each chunk's radius, [`crate::hubness`]; 8: the vocabulary moves
+/// from the search shard into the postings shards, whose first terms the
+/// manifest lists, and the qualified names into a shard of their own).
+pub const WEB_FORMAT_VERSION: u32 = 8;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
-/// Postings per postings shard: about 8–16 KiB compressed, so a query
-/// fetches the lists of its few terms, not the whole keyword index.
-pub const POSTINGS_PER_SHARD: usize = 12_000;
+/// Postings per postings shard (a run of the vocabulary: its terms and
+/// their lists), so a query fetches the runs of its few terms, not the
+/// whole keyword index. A term outside the vocabulary costs its run too.
+/// Measured by `cargo xtask bench site` against 12,000 and 6,000: the
+/// smallest first and later downloads on both the small and the large
+/// codebase, although the manifest lists four times the shards.
+pub const POSTINGS_PER_SHARD: usize = 3_000;
 /// Uncompressed bytes of chunk text per text shard (64 KiB; on IPPL the
 /// shards travel as 10 KB on average, 19 KB at most). A question's six
 /// evidence cards usually lie in several shards, so this bounds the bytes
@@ -85,6 +98,8 @@ pub enum ShardKind {
     /// [`vectors::BlockShard`]: the int8 vectors of a few chunks of one
     /// partition, listed in the partition's shard.
     Block,
+    /// [`QualifiedShard`]: the qualified names chunk code writes.
+    Qualified,
 }
 
 impl ShardKind {
@@ -97,6 +112,7 @@ impl ShardKind {
             ShardKind::VectorDirectory => 5,
             ShardKind::Partition => 6,
             ShardKind::Block => 7,
+            ShardKind::Qualified => 8,
         }
     }
 
@@ -110,13 +126,15 @@ impl ShardKind {
             ShardKind::VectorDirectory => "vectordir",
             ShardKind::Partition => "partition",
             ShardKind::Block => "vecblock",
+            ShardKind::Qualified => "qualified",
         }
     }
 
     /// Every kind.
-    pub const ALL: [ShardKind; 7] = [
+    pub const ALL: [ShardKind; 8] = [
         ShardKind::Search,
         ShardKind::Postings,
+        ShardKind::Qualified,
         ShardKind::Vectors,
         ShardKind::VectorDirectory,
         ShardKind::Partition,
@@ -142,6 +160,11 @@ pub struct ShardInfo {
     /// For postings shards: the first and last term id it covers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terms: Option<[u32; 2]>,
+    /// For postings shards: the first term it covers (the vocabulary's
+    /// boundaries: a term lies in the last shard whose first term is not
+    /// after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_term: Option<String>,
 }
 
 /// A model file served with the site (query embedding in the browser).
@@ -246,8 +269,7 @@ impl WebManifest {
 /// Everything retrieval needs, without chunk code or gloss text.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct SearchShard {
-    /// Files, entities, chunks, edges, vocabulary and text features, column
-    /// by column.
+    /// Files, entities, chunks, edges and text features, column by column.
     pub tables: Tables,
     /// Keyword field weights.
     pub weights: crate::lexical::FieldWeights,
@@ -256,14 +278,16 @@ pub struct SearchShard {
     pub doc_len: Vec<u32>,
 }
 
-/// The posting lists of a run of terms, column by column: each list's
-/// length, then every chunk id as a gap from the one before it in its
-/// list, then every weighted term frequency (gaps and frequencies apart
-/// compress better than interleaved).
+/// A run of the sorted vocabulary with its posting lists, column by column:
+/// the terms front-coded, each list's length, then every chunk id as a gap
+/// from the one before it in its list, then every weighted term frequency
+/// (gaps and frequencies apart compress better than interleaved).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct PostingsShard {
     /// First term id.
     pub first: u32,
+    /// The run's terms, each as a difference from the one before.
+    terms: columns::DiffColumn,
     /// Length of each list, for terms `first..`.
     pub lengths: Vec<u32>,
     /// Chunk id gaps of all lists, in order.
@@ -273,12 +297,17 @@ pub struct PostingsShard {
 }
 
 impl PostingsShard {
-    /// Pack the lists of terms `first..` (each sorted by chunk id).
-    pub fn pack(first: u32, lists: &[Vec<(u32, u16)>]) -> Self {
+    /// Pack terms `first..` and their lists (each sorted by chunk id).
+    pub fn pack(first: u32, terms: &[String], lists: &[Vec<(u32, u16)>]) -> Self {
         let mut p = PostingsShard {
             first,
             ..Default::default()
         };
+        let mut previous = "";
+        for term in terms {
+            p.terms.push(previous, term);
+            previous = term;
+        }
         for list in lists {
             p.lengths.push(list.len() as u32);
             let mut prev = 0u32;
@@ -289,6 +318,13 @@ impl PostingsShard {
             }
         }
         p
+    }
+
+    /// The terms back, bounded like every front-coded column
+    /// ([`columns::Budget`]).
+    pub fn terms(&self) -> Result<Vec<String>, CoreError> {
+        self.terms
+            .front_coded(&columns::Budget::new(self.terms.weight()))
     }
 
     /// The lists back, or `None` when the columns disagree or an id is not
@@ -457,31 +493,44 @@ pub fn build_site_index(
     lexical: &LexicalIndex,
     vectors: Option<&VectorIndex>,
 ) -> Result<SiteIndex, CoreError> {
+    build_site_index_with(manifest, data, lexical, vectors, POSTINGS_PER_SHARD)
+}
+
+/// [`build_site_index`] with about `postings_per_shard` postings per
+/// postings shard instead of [`POSTINGS_PER_SHARD`] (tests use it to spread
+/// a small index's vocabulary over many runs).
+pub fn build_site_index_with(
+    manifest: &Manifest,
+    data: &IndexData,
+    lexical: &LexicalIndex,
+    vectors: Option<&VectorIndex>,
+    postings_per_shard: usize,
+) -> Result<SiteIndex, CoreError> {
     let features = TextFeatures::compute(data);
     let mut entities = data.entities.clone();
     let entity_texts: Vec<EntityText> = entities.iter_mut().map(EntityText::take).collect();
     let mut chunks = data.chunks.clone();
     let chunk_texts: Vec<ChunkText> = chunks.iter_mut().map(ChunkText::take).collect();
-    let tables = Tables::pack(
-        &data.files,
-        &entities,
-        &chunks,
-        &data.edges,
-        &lexical.terms,
-        &features,
-    )
-    .map_err(|e| e.in_file("search shard"))?;
+    let tables = Tables::pack(&data.files, &entities, &chunks, &data.edges, &features)
+        .map_err(|e| e.in_file("search shard"))?;
     let search = SearchShard {
         tables,
         weights: lexical.weights.clone(),
         doc_len: lexical.doc_len.clone(),
     };
     let lists = &lexical.postings;
-    let mut shards = vec![shard(
-        ShardKind::Search,
-        encode_shard(ShardKind::Search, &search)?,
-        None,
-    )];
+    let mut shards = vec![
+        shard(
+            ShardKind::Search,
+            encode_shard(ShardKind::Search, &search)?,
+            None,
+        ),
+        shard(
+            ShardKind::Qualified,
+            encode_shard(ShardKind::Qualified, &QualifiedShard::pack(&features))?,
+            None,
+        ),
+    ];
     let partitioned = manifest.retrieval.as_ref().is_some_and(|r| r.ivf_probe > 0);
     let mut partitions = Vec::new();
     match vectors {
@@ -502,18 +551,23 @@ pub fn build_site_index(
     while first < lists.len() {
         let mut end = first;
         let mut count = 0usize;
-        while end < lists.len() && (end == first || count + lists[end].len() <= POSTINGS_PER_SHARD)
+        while end < lists.len() && (end == first || count + lists[end].len() <= postings_per_shard)
         {
             count += lists[end].len();
             end += 1;
         }
-        let shard_lists = PostingsShard::pack(first as u32, &lexical.postings[first..end]);
+        let shard_lists = PostingsShard::pack(
+            first as u32,
+            &lexical.terms[first..end],
+            &lexical.postings[first..end],
+        );
         let (mut info, bytes) = shard(
             ShardKind::Postings,
             encode_shard(ShardKind::Postings, &shard_lists)?,
             None,
         );
         info.terms = Some([first as u32, (end - 1) as u32]);
+        info.first_term = Some(lexical.terms[first].clone());
         shards.push((info, bytes));
         first = end;
     }
@@ -587,6 +641,33 @@ pub fn build_site_index(
     })
 }
 
+/// The vocabulary's runs as the manifest lists its postings shards: each
+/// run's first term and first term id. The shards must cover term ids
+/// `0..` in order, with strictly increasing first terms.
+fn vocabulary_runs(manifest: &WebManifest) -> Result<Vec<(String, u32)>, CoreError> {
+    let mut runs: Vec<(String, u32)> = Vec::new();
+    let mut next = 0u64;
+    for (_, s) in manifest.shards_of(ShardKind::Postings) {
+        let bad = |what: &str| CoreError::Manifest {
+            message: format!("{WEB_MANIFEST}: postings shard {} {what}", s.name),
+        };
+        let [a, b] = s.terms.ok_or_else(|| bad("has no term range"))?;
+        let first = s
+            .first_term
+            .as_ref()
+            .ok_or_else(|| bad("has no first term"))?;
+        if u64::from(a) != next || b < a {
+            return Err(bad("does not continue the term ranges before it"));
+        }
+        if runs.last().is_some_and(|(previous, _)| previous >= first) {
+            return Err(bad("does not start after the shard before it"));
+        }
+        runs.push((first.clone(), a));
+        next = u64::from(b) + 1;
+    }
+    Ok(runs)
+}
+
 /// A web index being loaded: the corpus from the search shard, to which
 /// text shards and the vectors are added as they arrive.
 pub struct WebIndex {
@@ -626,12 +707,15 @@ impl WebIndex {
                 "the keyword index does not fit the {n} chunks"
             )));
         }
-        let postings = vec![Vec::new(); t.terms.len()];
-        let mut lexical = LexicalIndex::new(s.weights, t.terms, postings, s.doc_len);
-        // Posting lists arrive per query, from postings shards.
-        if manifest.shards_of(ShardKind::Postings).next().is_some() {
-            lexical.mark_all_absent();
+        // The vocabulary and its posting lists arrive per query, in runs;
+        // the qualified names with the first question that needs them.
+        let runs = crate::lexical::Runs::new(vocabulary_runs(&manifest)?);
+        if manifest.shards_of(ShardKind::Qualified).count() != 1 {
+            return Err(CoreError::Manifest {
+                message: format!("{WEB_MANIFEST}: not exactly one qualified-names shard listed"),
+            });
         }
+        let lexical = LexicalIndex::in_runs(s.weights, runs, s.doc_len);
         Ok(WebIndex {
             manifest,
             corpus: Corpus::with_features(data, None, lexical, t.features),
@@ -669,16 +753,25 @@ impl WebIndex {
         Ok(())
     }
 
-    /// Positions of the postings shards holding terms that the last
-    /// retrieval looked up but that are not loaded yet. Empty: the last
-    /// retrieval ran on complete data and its result is final; otherwise
-    /// add these shards and retrieve again.
-    pub fn missing_postings(&self) -> Vec<usize> {
+    /// Positions of the keyword shards that the last retrieval needed but
+    /// that are not loaded yet: the postings shards of the terms it looked
+    /// up, and the qualified-names shard when it matched a `::` name.
+    /// Empty: the last retrieval ran on complete data and its result is
+    /// final; otherwise add these shards ([`WebIndex::add_keyword_shard`])
+    /// and retrieve again.
+    pub fn missing_keyword_shards(&self) -> Vec<usize> {
         let wanted = self.corpus.lexical.take_wanted();
-        let need: BTreeSet<usize> = wanted
+        let mut need: BTreeSet<usize> = wanted
             .into_iter()
             .filter_map(|t| self.shard_covering(ShardKind::Postings, t as u32))
             .collect();
+        if self.corpus.features.take_wanted() {
+            need.extend(
+                self.manifest
+                    .shards_of(ShardKind::Qualified)
+                    .map(|(i, _)| i),
+            );
+        }
         need.into_iter().collect()
     }
 
@@ -713,8 +806,29 @@ impl WebIndex {
             })
     }
 
-    /// Add a postings shard (its position in the manifest's shard list).
-    pub fn add_postings(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    /// Add a keyword shard (its position in the manifest's shard list, from
+    /// [`WebIndex::missing_keyword_shards`]): a postings shard or the
+    /// qualified-names shard.
+    pub fn add_keyword_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+        match self.manifest.shards.get(position).map(|s| s.kind) {
+            Some(ShardKind::Qualified) => self.add_qualified(position, bytes),
+            _ => self.add_postings(position, bytes),
+        }
+    }
+
+    /// Add the qualified-names shard.
+    fn add_qualified(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+        let info = self.shard_at(position, ShardKind::Qualified)?;
+        let q: QualifiedShard = decode_shard(&info, bytes)?;
+        let (names, lists) = q.unpack().map_err(|e| e.in_file(&info.name))?;
+        self.corpus
+            .features
+            .load_qualified(names, lists)
+            .map_err(|e| e.in_file(&info.name))
+    }
+
+    /// Add a postings shard: a run of the vocabulary with its lists.
+    fn add_postings(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
         let info = self.shard_at(position, ShardKind::Postings)?;
         let p: PostingsShard = decode_shard(&info, bytes)?;
         let n = self.corpus.data.chunks.len();
@@ -726,13 +840,25 @@ impl WebIndex {
         if p.first != a || (p.lengths.len() as u64) != u64::from(b.wrapping_sub(a)) + 1 {
             return Err(bad("its term range differs from the manifest's".into()));
         }
-        if (b as usize) >= self.corpus.lexical.terms.len() {
-            return Err(bad("its terms lie outside the vocabulary".into()));
+        let terms = p.terms().map_err(|e| e.in_file(&info.name))?;
+        // Its terms are sorted and lie in its run: from the manifest's first
+        // term to before the next shard's.
+        let run_of_each = terms
+            .iter()
+            .all(|t| self.corpus.lexical.run_start(t) == Some(a));
+        if terms.len() != p.lengths.len()
+            || terms.first() != info.first_term.as_ref()
+            || terms.windows(2).any(|w| w[0] >= w[1])
+            || !run_of_each
+        {
+            return Err(bad(
+                "its terms are not the sorted run the manifest places there".into(),
+            ));
         }
         let lists = p.unpack(n).ok_or_else(|| {
             bad("its posting columns disagree, or name a chunk outside the index".into())
         })?;
-        self.corpus.lexical.load_postings(a as usize, lists);
+        self.corpus.lexical.load_run(a, terms, lists);
         Ok(())
     }
 

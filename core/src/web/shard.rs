@@ -111,6 +111,7 @@ pub(super) fn shard(
             sha256,
             chunks,
             terms: None,
+            first_term: None,
         },
         bytes,
     )

@@ -1,5 +1,5 @@
-//! The search shard's tables (files, entities, chunks, edges, vocabulary
-//! and text features) stored column by column, each value written as the
+//! The search shard's tables (files, entities, chunks, edges and text
+//! features) stored column by column, each value written as the
 //! difference from what the rows before it predict.
 //!
 //! It exists because the search shard is what a browser downloads before
@@ -87,16 +87,14 @@ pub struct EdgeColumns {
     kind: Vec<EdgeKind>,
 }
 
-/// Text features: sorted names front-coded, per-chunk facts as columns,
-/// and each chunk's sorted name ids as steps.
+/// Text features, per-chunk facts as columns; the qualified names travel in
+/// their own shard ([`super::QualifiedShard`]).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeatureColumns {
-    names: DiffColumn,
     nonblank_lines: Vec<u32>,
     /// Bit 0: trivial declaration; bit 1: has a gloss; bit 2: documented.
     flags: Vec<u8>,
     tokens: Vec<u32>,
-    qualified: Vec<Vec<u32>>,
 }
 
 /// The search shard's tables, column by column.
@@ -106,8 +104,6 @@ pub struct Tables {
     entities: EntityColumns,
     chunks: ChunkColumns,
     edges: EdgeColumns,
-    /// The sorted vocabulary, front-coded.
-    terms: DiffColumn,
     features: FeatureColumns,
 }
 
@@ -122,9 +118,8 @@ pub struct Decoded {
     pub chunks: Vec<Chunk>,
     /// Edges.
     pub edges: Vec<Edge>,
-    /// Vocabulary.
-    pub terms: Vec<String>,
-    /// Text features.
+    /// Text features, without the qualified names (marked absent: they
+    /// arrive from their own shard).
     pub features: TextFeatures,
 }
 
@@ -203,7 +198,6 @@ impl Tables {
         entities: &[Entity],
         chunks: &[Chunk],
         edges: &[Edge],
-        terms: &[String],
         features: &TextFeatures,
     ) -> Result<Self, CoreError> {
         let mut t = Tables::default();
@@ -307,18 +301,7 @@ impl Tables {
             last_from = e.from;
         }
 
-        let mut previous = "";
-        for term in terms {
-            t.terms.push(previous, term);
-            previous = term;
-        }
-
         let fe = &mut t.features;
-        let mut previous = "";
-        for name in &features.names {
-            fe.names.push(previous, name);
-            previous = name;
-        }
         for c in &features.chunks {
             fe.nonblank_lines.push(c.nonblank_lines);
             fe.flags.push(
@@ -327,17 +310,6 @@ impl Tables {
                     | (u8::from(c.documented) << 2),
             );
             fe.tokens.push(c.tokens);
-            let mut last = 0u32;
-            fe.qualified.push(
-                c.qualified
-                    .iter()
-                    .map(|&q| {
-                        let gap = q.wrapping_sub(last);
-                        last = q;
-                        gap
-                    })
-                    .collect(),
-            );
         }
         Ok(t)
     }
@@ -345,7 +317,7 @@ impl Tables {
     /// What the string columns cost in the shard (the entity names too,
     /// from which qualified names are predicted).
     fn string_weight(&self) -> usize {
-        let (f, en, ch, fe) = (&self.files, &self.entities, &self.chunks, &self.features);
+        let (f, en, ch) = (&self.files, &self.entities, &self.chunks);
         [
             &f.path,
             &f.module,
@@ -359,8 +331,6 @@ impl Tables {
             &ch.symbol_name,
             &ch.parent_symbol,
             &ch.class_name.values,
-            &self.terms,
-            &fe.names,
         ]
         .iter()
         .map(|c| c.weight())
@@ -571,43 +541,19 @@ impl Tables {
             });
         }
 
-        let mut terms: Vec<String> = Vec::with_capacity(self.terms.len());
-        for i in 0..self.terms.len() {
-            let term = self
-                .terms
-                .get(i, terms.last().map_or("", String::as_str), budget)?;
-            terms.push(term);
-        }
-
         let fe = &self.features;
-        let mut names: Vec<String> = Vec::with_capacity(fe.names.len());
-        for i in 0..fe.names.len() {
-            let name = fe
-                .names
-                .get(i, names.last().map_or("", String::as_str), budget)?;
-            names.push(name);
-        }
         let n = fe.nonblank_lines.len();
-        if fe.flags.len() != n || fe.tokens.len() != n || fe.qualified.len() != n {
+        if fe.flags.len() != n || fe.tokens.len() != n {
             return Err(CoreError::malformed("the feature columns differ in length"));
         }
         let chunks_features = (0..n)
-            .map(|i| {
-                let mut last = 0u32;
-                ChunkFeatures {
-                    nonblank_lines: fe.nonblank_lines[i],
-                    trivial_declaration: fe.flags[i] & 1 != 0,
-                    has_gloss: fe.flags[i] & 2 != 0,
-                    documented: fe.flags[i] & 4 != 0,
-                    tokens: fe.tokens[i],
-                    qualified: fe.qualified[i]
-                        .iter()
-                        .map(|&gap| {
-                            last = last.wrapping_add(gap);
-                            last
-                        })
-                        .collect(),
-                }
+            .map(|i| ChunkFeatures {
+                nonblank_lines: fe.nonblank_lines[i],
+                trivial_declaration: fe.flags[i] & 1 != 0,
+                has_gloss: fe.flags[i] & 2 != 0,
+                documented: fe.flags[i] & 4 != 0,
+                tokens: fe.tokens[i],
+                qualified: Vec::new(),
             })
             .collect();
 
@@ -616,11 +562,7 @@ impl Tables {
             entities,
             chunks,
             edges,
-            terms,
-            features: TextFeatures {
-                names,
-                chunks: chunks_features,
-            },
+            features: TextFeatures::without_qualified(chunks_features),
         })
     }
 }
@@ -702,20 +644,6 @@ mod tests {
         }
         assert_eq!(unopt_step(7, opt_step(7, None), "x").unwrap(), None);
         assert!(unstep(0, zigzag(-1), "x").is_err());
-    }
-
-    #[test]
-    fn front_coded_strings_cannot_multiply_past_the_budget() {
-        // Each term is "the previous one, nothing cut, nothing added": 4 Ki
-        // rows after a 64 KiB term cost 8 KiB of shard and would decode to
-        // 256 MiB (a whole shard of them: without bound).
-        let mut t = Tables::default();
-        t.terms.cut = vec![0; 4097];
-        t.terms.append = std::iter::once("x".repeat(64 << 10))
-            .chain(std::iter::repeat_n(String::new(), 4096))
-            .collect();
-        let err = t.unpack().unwrap_err();
-        assert!(err.to_string().contains("decode to more than"), "{err}");
     }
 
     #[test]

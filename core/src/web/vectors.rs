@@ -57,6 +57,7 @@ fn listed(kind: ShardKind, sizes: &[u64], hashes: &[[u8; 32]]) -> Vec<ShardInfo>
                 sha256,
                 chunks: None,
                 terms: None,
+                first_term: None,
             }
         })
         .collect()
