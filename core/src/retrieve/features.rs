@@ -83,6 +83,20 @@ fn qualified_runs(code: &str) -> Vec<(&str, bool)> {
     out
 }
 
+/// Check that every chunk's qualified-name ids lie in a table of `names`.
+fn names_in_table<'a>(
+    names: usize,
+    lists: impl IntoIterator<Item = &'a Vec<u32>>,
+) -> Result<(), CoreError> {
+    let n = names as u32;
+    if lists.into_iter().flatten().any(|q| q & !CALLED >= n) {
+        return Err(CoreError::malformed(
+            "a chunk names a qualified name outside the table",
+        ));
+    }
+    Ok(())
+}
+
 /// Whether a chunk's code is a one-line declaration without a body.
 pub fn is_trivial_declaration(code: &str) -> bool {
     let code = code.trim();
@@ -176,12 +190,7 @@ impl TextFeatures {
                 self.chunks.len()
             )));
         }
-        let n = names.len() as u32;
-        if qualified.iter().flatten().any(|q| q & !CALLED >= n) {
-            return Err(CoreError::malformed(
-                "a chunk names a qualified name outside the table",
-            ));
-        }
+        names_in_table(names.len(), &qualified)?;
         self.names = names;
         for (c, q) in self.chunks.iter_mut().zip(qualified) {
             c.qualified = q;
@@ -198,18 +207,7 @@ impl TextFeatures {
                 self.chunks.len()
             )));
         }
-        let n = self.names.len() as u32;
-        if self
-            .chunks
-            .iter()
-            .flat_map(|c| &c.qualified)
-            .any(|q| q & !CALLED >= n)
-        {
-            return Err(CoreError::malformed(
-                "a chunk names a qualified name outside the table",
-            ));
-        }
-        Ok(())
+        names_in_table(self.names.len(), self.chunks.iter().map(|c| &c.qualified))
     }
 
     fn feature(&self, chunk: u32) -> Option<&ChunkFeatures> {

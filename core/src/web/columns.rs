@@ -60,6 +60,19 @@ impl DiffColumn {
         self.cut.len()
     }
 
+    /// A front-coded column of `rows`: each row stored as a difference from
+    /// the one before it (the first from ""); [`DiffColumn::front_coded`]
+    /// reads it back.
+    pub(crate) fn front_code<'a>(rows: impl IntoIterator<Item = &'a String>) -> Self {
+        let mut column = DiffColumn::default();
+        let mut previous = "";
+        for row in rows {
+            column.push(previous, row);
+            previous = row;
+        }
+        column
+    }
+
     /// Every row of a front-coded column: each row predicted by the one
     /// before it (the first by "").
     pub(crate) fn front_coded(&self, budget: &Budget) -> Result<Vec<String>, CoreError> {

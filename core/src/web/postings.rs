@@ -38,13 +38,9 @@ impl PostingsShard {
     pub fn pack(first: u32, terms: &[String], lists: &[Vec<(u32, u16)>]) -> Self {
         let mut p = PostingsShard {
             first,
+            terms: columns::DiffColumn::front_code(terms),
             ..Default::default()
         };
-        let mut previous = "";
-        for term in terms {
-            p.terms.push(previous, term);
-            previous = term;
-        }
         for list in lists {
             p.lengths.push(list.len() as u32);
             let mut prev = 0u32;
@@ -179,14 +175,15 @@ impl WebIndex {
         }
         let terms = p.terms().map_err(|e| e.in_file(&info.name))?;
         // Its terms are sorted and lie in its run: from the manifest's first
-        // term to before the next shard's.
-        let run_of_each = terms
-            .iter()
-            .all(|t| self.corpus.lexical.run_start(t) == Some(a));
+        // term to before the next shard's (sorted from the run's first term,
+        // they all do when the last one does).
+        let last_in_run = terms
+            .last()
+            .is_some_and(|t| self.corpus.lexical.run_start(t) == Some(a));
         if terms.len() != p.lengths.len()
             || terms.first() != info.first_term.as_ref()
             || terms.windows(2).any(|w| w[0] >= w[1])
-            || !run_of_each
+            || !last_in_run
         {
             return Err(bad(
                 "its terms are not the sorted run the manifest places there".into(),

@@ -28,12 +28,10 @@ pub struct QualifiedShard {
 impl QualifiedShard {
     /// Pack the names and per-chunk lists of complete features.
     pub fn pack(features: &TextFeatures) -> Self {
-        let mut q = QualifiedShard::default();
-        let mut previous = "";
-        for name in &features.names {
-            q.names.push(previous, name);
-            previous = name;
-        }
+        let mut q = QualifiedShard {
+            names: DiffColumn::front_code(&features.names),
+            ..QualifiedShard::default()
+        };
         for c in &features.chunks {
             let mut last = 0u32;
             q.gaps.push(
