@@ -35,6 +35,9 @@ export function answerNodes(answer) {
   }
   nodes.push(...inline(answer, text.slice(at)));
   if (!text && answer.state === 'done') nodes.push(h('span', { class: 'cg-note' }, 'The model returned no text.'));
+  if (answer.cutRepetition) {
+    nodes.push(h('p', { class: 'cg-note' }, 'The model began to repeat itself; the answer stops where the copy began.'));
+  }
   return nodes;
 }
 

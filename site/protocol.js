@@ -42,7 +42,7 @@ export const TO_WORKER = Object.freeze({
  *   `texts` `{type, id, cards, stats, all?}` (with `all`: every card's).
  * - `answer-start` `{type, id, model, prompt_signature}`,
  *   `answer-delta` `{type, id, text}`,
- *   `answer-done` `{type, id, text, model_text, citations, invalid, cited_share, support, prompt_tokens, completion_tokens}`
+ *   `answer-done` `{type, id, text, model_text, citations, invalid, cited_share, support, prompt_tokens, completion_tokens, cut_repetition}`
  *   (`text`: the model's text with the sources the check inferred written in as `[n]`),
  *   `answer-error` `{type, id, message}`: for an `ask`, after its `results` and `texts`.
  * - `error` `{type, id?, message, detail?}`: loading or searching failed.

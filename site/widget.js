@@ -563,6 +563,7 @@ class CodeglossSearch extends HTMLElement {
         answer.citations = Array.isArray(msg.citations) ? msg.citations : [];
         answer.invalid = new Set(Array.isArray(msg.invalid) ? msg.invalid : []);
         answer.support = msg.support && typeof msg.support === 'object' ? msg.support : null;
+        answer.cutRepetition = msg.cut_repetition === true;
         this.#finishAnswer('done');
         break;
       }

@@ -126,18 +126,31 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Check the bytes of `file` against the size and SHA-256 (hex) that a
 /// manifest lists for it: [`CoreError::ChecksumMismatch`] when either
-/// differs. One check for the native data files and the web's shards.
+/// differs: the native data files (the web's shards list a shorter hash,
+/// checked by [`verify_hashed`] too).
 pub(crate) fn verify_listed(
     file: &str,
     bytes: &[u8],
     listed_bytes: u64,
     listed_sha256: &str,
 ) -> Result<(), CoreError> {
-    let computed = sha256_hex(bytes);
-    if listed_bytes != bytes.len() as u64 || listed_sha256 != computed {
+    verify_hashed(file, bytes, listed_bytes, listed_sha256, sha256_hex)
+}
+
+/// Check the bytes of `file` against a listed size and a listed hash
+/// (hex) of them, computed by `hash`.
+pub(crate) fn verify_hashed(
+    file: &str,
+    bytes: &[u8],
+    listed_bytes: u64,
+    listed_hash: &str,
+    hash: fn(&[u8]) -> String,
+) -> Result<(), CoreError> {
+    let computed = hash(bytes);
+    if listed_bytes != bytes.len() as u64 || listed_hash != computed {
         return Err(CoreError::ChecksumMismatch {
             file: file.into(),
-            stored: listed_sha256.into(),
+            stored: listed_hash.into(),
             computed,
         });
     }

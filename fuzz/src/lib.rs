@@ -440,7 +440,7 @@ pub fn web_shard(input: &[u8]) {
         };
         let info = &mut manifest.shards[position];
         info.bytes = bytes.len() as u64;
-        info.sha256 = codegloss_core::format::sha256_hex(&bytes);
+        info.sha256 = codegloss_core::web::shard_hash_hex(&bytes);
         let name = info.name.clone();
         let fuzzed: &[u8] = &bytes;
         let get = move |n: &str| {

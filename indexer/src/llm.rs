@@ -352,4 +352,52 @@ mod tests {
         let e = chat(&config(one_response(body)), &[], &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("without a newline"), "{e}");
     }
+
+    #[test]
+    fn an_answer_that_loops_is_cut_and_the_stream_left() {
+        // A server that says one thing, then loops until the reader leaves.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().expect("accept");
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let delta = |text: &str| {
+                let event = serde_json::json!({"choices": [{"delta": {"content": text}}]});
+                format!("data: {event}\n\n")
+            };
+            let head =
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+            let mut out = format!(
+                "{head}{}",
+                delta("The halo is filled by `fillHalo` [2].\n\n")
+            );
+            let block = "- [3] src/Halo.cpp:10-20 sends each face to its neighbour, then waits.\n";
+            let mut sent = 0usize;
+            // Written until the reader has gone (or far past any answer).
+            while sent < 10_000_000 {
+                out.push_str(&delta(block));
+                if conn
+                    .write_all(out.as_bytes())
+                    .and_then(|_| conn.flush())
+                    .is_err()
+                {
+                    return sent;
+                }
+                sent += out.len();
+                out.clear();
+            }
+            sent
+        });
+        let mut seen = String::new();
+        let r = chat(&config(url), &[], &mut |d| seen.push_str(d)).unwrap();
+        assert!(r.cut_repetition);
+        assert_eq!(
+            r.text,
+            "The halo is filled by `fillHalo` [2].\n\n- [3] src/Halo.cpp:10-20 sends each face to its neighbour, then waits."
+        );
+        assert!(seen.starts_with(&r.text));
+        let sent = server.join().expect("server");
+        assert!(sent < 10_000_000, "the reader kept reading");
+    }
 }

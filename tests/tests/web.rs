@@ -5,10 +5,12 @@
 
 use std::sync::OnceLock;
 
-use codegloss_core::format::{sha256_hex, Manifest};
+use codegloss_core::format::Manifest;
 use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
-use codegloss_core::web::{build_site_index_with, ShardKind, SiteIndex, WebIndex, WebManifest};
+use codegloss_core::web::{
+    build_site_index_with, shard_hash_hex, ShardKind, SiteIndex, WebIndex, WebManifest,
+};
 use codegloss_core::{CoreError, IndexData};
 use codegloss_indexer::{ingest::build, Config};
 use codegloss_tests::fixture_repo;
@@ -60,7 +62,8 @@ fn shards_are_content_addressed_and_sized() {
     assert!(m.shards_of(ShardKind::Text).count() >= 1);
     for (info, (name, bytes)) in m.shards.iter().zip(&s.files) {
         assert_eq!(&info.name, name);
-        assert_eq!(info.sha256, sha256_hex(bytes));
+        assert_eq!(info.sha256, shard_hash_hex(bytes));
+        assert_eq!(info.sha256.len(), 32);
         assert_eq!(info.bytes, bytes.len() as u64);
         assert!(name.ends_with(&format!("{}.bin", info.sha256)));
     }
@@ -329,7 +332,7 @@ fn damage_is_a_typed_error() {
     let vouch = |bytes: &[u8]| {
         let mut m = s.manifest.clone();
         let sh = m.shards.iter_mut().find(|x| x.name == info.name).unwrap();
-        sh.sha256 = sha256_hex(bytes);
+        sh.sha256 = shard_hash_hex(bytes);
         sh.bytes = bytes.len() as u64;
         open_with(bytes, &m)
     };

@@ -172,6 +172,12 @@ async fn read_response(
                 on_delta.call1(&JsValue::NULL, &JsValue::from_str(&d))?;
             }
         }
+        // The model began to repeat itself: leave, so the server stops
+        // generating (the answer is already cut where the copy began).
+        if answer.cut_repetition() {
+            let _ = call0(&reader, "cancel");
+            break;
+        }
     }
     result_json(&answer.finish().map_err(|e| error(base_url, e))?)
 }

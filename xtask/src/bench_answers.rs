@@ -193,7 +193,7 @@ fn print_summary(s: &AnswerBench) {
         f(s.bm25_files.nugget_recall)
     );
     type Share = fn(&AnswerSummary) -> f64;
-    let shares: [(&str, Share); 5] = [
+    let shares: [(&str, Share); 6] = [
         ("answers with a valid citation", |a| a.with_valid_citation),
         ("mean share of cited sentences", |a| {
             a.mean_cited_sentence_share
@@ -204,6 +204,9 @@ fn print_summary(s: &AnswerBench) {
         ("unsupported sentences", |a| a.unsupported_sentence_share),
         ("answers naming identifiers the context lacks", |a| {
             a.with_unknown_identifiers
+        }),
+        ("answers cut where the model began to repeat itself", |a| {
+            a.cut_repetition
         }),
     ];
     for (label, get) in shares {

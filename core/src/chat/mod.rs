@@ -13,9 +13,11 @@
 
 use serde::{Deserialize, Serialize};
 
+mod repeat;
 mod stream;
 mod template;
 
+pub use repeat::{cut_answer, repetition_cut, REPEAT_WINDOW};
 pub use stream::{parse_completion, parse_sse_line, ChatStream, Completion, StreamEvent};
 pub use template::{PromptTemplate, Signing};
 
@@ -119,15 +121,20 @@ pub struct ChatResult {
     pub completion_tokens: Option<u64>,
     /// Whether the answer arrived as a stream.
     pub streamed: bool,
+    /// Whether the model began to repeat itself and the answer was cut
+    /// where the copy began ([`repetition_cut`]); a stream stops there.
+    pub cut_repetition: bool,
 }
 
 impl From<Completion> for ChatResult {
     fn from(c: Completion) -> Self {
+        let cut = repeat::first_repetition(&c.text);
         ChatResult {
-            text: c.text,
+            text: cut.map_or(c.text.clone(), |at| cut_answer(&c.text, at)),
             prompt_tokens: c.prompt_tokens,
             completion_tokens: c.completion_tokens,
             streamed: false,
+            cut_repetition: cut.is_some(),
         }
     }
 }

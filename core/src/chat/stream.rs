@@ -4,6 +4,7 @@
 //! body ([`parse_completion`]). The lines are cut by
 //! [`crate::sse::SseLines`]; the transports feed them here.
 
+use super::repeat::{cut_answer, repetition_cut};
 use super::{ChatError, ChatResult};
 
 /// One event of a streamed chat completion.
@@ -76,6 +77,9 @@ pub struct ChatStream {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     done: bool,
+    /// Set when the answer began to repeat itself: the text is cut and the
+    /// stream has said all it should.
+    cut_repetition: bool,
 }
 
 impl ChatStream {
@@ -87,9 +91,21 @@ impl ChatStream {
     /// Take one line (without its newline); the text it adds, if any.
     pub fn feed(&mut self, line: &str) -> Result<Option<String>, ChatError> {
         match parse_sse_line(line)? {
+            StreamEvent::Delta(_) if self.cut_repetition => {}
             StreamEvent::Delta(d) => {
+                let before = self.text.len();
                 self.text.push_str(&d);
-                return Ok(Some(d));
+                let Some(cut) = repetition_cut(&self.text) else {
+                    return Ok(Some(d));
+                };
+                // The reader already has what came before this delta; the
+                // final text ([`ChatStream::finish`]) drops the copy.
+                self.cut_repetition = true;
+                self.done = true;
+                let fresh = self.text.get(before..cut.max(before)).unwrap_or_default();
+                let fresh = (!fresh.is_empty()).then(|| fresh.to_string());
+                self.text = cut_answer(&self.text, cut);
+                return Ok(fresh);
             }
             StreamEvent::Usage { prompt, completion } => {
                 self.prompt_tokens = Some(prompt);
@@ -104,7 +120,13 @@ impl ChatStream {
     /// Whether the stream has said all it will: finished, and its usage
     /// reported.
     pub fn is_complete(&self) -> bool {
-        self.done && self.prompt_tokens.is_some()
+        self.done && (self.prompt_tokens.is_some() || self.cut_repetition)
+    }
+
+    /// Whether the answer began to repeat itself, so the stream should be
+    /// closed now (the server stops generating when the reader leaves).
+    pub fn cut_repetition(&self) -> bool {
+        self.cut_repetition
     }
 
     /// The error for a body that broke off now, with the transport's cause.
@@ -126,6 +148,7 @@ impl ChatStream {
             prompt_tokens: self.prompt_tokens,
             completion_tokens: self.completion_tokens,
             streamed: true,
+            cut_repetition: self.cut_repetition,
         })
     }
 }
@@ -242,6 +265,7 @@ mod tests {
                 prompt_tokens: Some(7),
                 completion_tokens: Some(2),
                 streamed: true,
+                cut_repetition: false,
             }
         );
         assert_eq!(ChatStream::new().finish(), Err(ChatError::EmptyStream));
@@ -252,5 +276,49 @@ mod tests {
             ChatStream::new().feed("data: {oops"),
             Err(ChatError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn a_stream_that_loops_stops_where_the_copy_begins() {
+        let said =
+            "The halo is filled by `fillHalo` [2], which sends each face to its neighbour.\n\n";
+        let block = "- [3] src/Halo.cpp:10-20\n```cpp\nvoid fillHalo() {\n    send(left);\n    receive(right);\n}\n```\n";
+        let text = format!("{said}{}", block.repeat(6));
+        let mut s = ChatStream::new();
+        let mut shown = String::new();
+        let mut fed = 0;
+        for line in text.split_inclusive('\n') {
+            let event = serde_json::json!({"choices": [{"delta": {"content": line}}]});
+            if let Some(d) = s.feed(&format!("data: {event}")).unwrap() {
+                shown.push_str(&d);
+            }
+            fed += line.len();
+            if s.is_complete() {
+                break;
+            }
+        }
+        assert!(s.cut_repetition() && s.is_complete());
+        // Seen within the third copy: a window's worth after the loop began.
+        assert!(
+            fed <= said.len() + 3 * block.len(),
+            "stopped after {fed} bytes"
+        );
+        // Later deltas are ignored; the answer keeps one copy.
+        assert_eq!(
+            s.feed(r#"data: {"choices":[{"delta":{"content":"more"}}]}"#)
+                .unwrap(),
+            None
+        );
+        let r = s.finish().unwrap();
+        assert!(r.cut_repetition);
+        assert_eq!(r.text, format!("{said}{block}").trim_end());
+        assert!(shown.starts_with(&r.text));
+        // A whole completion gets the same cut.
+        let whole: ChatResult = parse_completion(
+            &serde_json::json!({"choices": [{"message": {"content": text}}]}).to_string(),
+        )
+        .unwrap()
+        .into();
+        assert_eq!((whole.text, whole.cut_repetition), (r.text, true));
     }
 }

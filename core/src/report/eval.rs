@@ -186,6 +186,10 @@ pub struct AnswerSummary {
     pub prompt_tokens: Percentiles,
     /// Completion tokens per answer.
     pub completion_tokens: Percentiles,
+    /// Share of answers cut where the model began to repeat itself
+    /// ([`crate::chat::repetition_cut`]).
+    #[serde(default)]
+    pub cut_repetition: f64,
 }
 
 /// One question of an eval run: what retrieval gave, and with `--answer`
@@ -245,6 +249,9 @@ pub struct QuestionRow {
     /// Completion tokens the server counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
+    /// Whether the answer was cut where the model began to repeat itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_repetition: bool,
     /// Why the answer failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -487,6 +494,7 @@ pub fn answer_summary(rows: &[QuestionRow]) -> AnswerSummary {
         latency_seconds: pct(|r| r.latency_seconds),
         prompt_tokens: pct(|r| r.prompt_tokens.map(|t| t as f64)),
         completion_tokens: pct(|r| r.completion_tokens.map(|t| t as f64)),
+        cut_repetition: share(answered.iter().filter(|r| r.cut_repetition).count(), n),
     }
 }
 

@@ -6,8 +6,8 @@
 //! - `codegloss.json`, a small manifest (format version, build id, model
 //!   files with sha256, counts, and every shard with its size and hash), the
 //!   only file a host must not cache for long;
-//! - immutable shards named by the full SHA-256 of their bytes, so hosts can
-//!   cache them forever;
+//! - immutable shards named by the first 128 bits of the SHA-256 of their
+//!   bytes ([`ShardHash`]), so hosts can cache them forever;
 //! - one *search* shard (metadata, graph, the keyword index's document
 //!   lengths and the text features retrieval ranks from, but no code,
 //!   gloss text, vocabulary or qualified names), loaded first; *postings*
@@ -48,8 +48,8 @@ mod tables;
 mod vectors;
 pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
-pub use shard::open_shard;
 use shard::{decode_shard, encode_shard, shard, wrap_shard};
+pub use shard::{open_shard, shard_hash, shard_hash_hex, ShardHash, SHARD_HASH_BYTES};
 pub use tables::Tables;
 pub use vectors::{PartitionShard, Points, VectorDirectory};
 
@@ -62,8 +62,11 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// codes, and the int8 vectors move to refine blocks; 7: the partitions
 /// carry each chunk's radius, [`crate::hubness`]; 8: the vocabulary moves
 /// from the search shard into the postings shards, whose first terms the
-/// manifest lists, and the qualified names into a shard of their own).
-pub const WEB_FORMAT_VERSION: u32 = 8;
+/// manifest lists, and the qualified names into a shard of their own; 9:
+/// shards are named and checked by a [`ShardHash`], 128 bits, entity
+/// names are predicted from their parents and files, and refine blocks
+/// hold [`crate::retrieve::REFINE_BLOCK`] = 4 vectors).
+pub const WEB_FORMAT_VERSION: u32 = 9;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
@@ -150,11 +153,11 @@ impl ShardKind {
 pub struct ShardInfo {
     /// What it holds.
     pub kind: ShardKind,
-    /// Path relative to the manifest: `shards/<kind>-<sha256>.bin`.
+    /// Path relative to the manifest: `shards/<kind>-<hash>.bin`.
     pub name: String,
     /// Size in bytes.
     pub bytes: u64,
-    /// SHA-256 of the bytes (hex).
+    /// The bytes' [`ShardHash`] (hex): the first 128 bits of their SHA-256.
     pub sha256: String,
     /// For text shards: the first and last chunk id it covers.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -44,7 +44,7 @@ pub struct FileColumns {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct EntityColumns {
     kind: Vec<EntityKind>,
-    name: Vec<String>,
+    name: DiffColumn,
     qualified_name: DiffColumn,
     parent: Vec<u64>,
     parent_symbol: DiffColumn,
@@ -161,6 +161,29 @@ fn predict_chunk(files: &[SourceFile], e: &Entity, part: u16, parts: u16) -> Chu
     }
 }
 
+/// The predicted name of an entity from its parent and file: a call chain
+/// is named after the callable it summarizes (its parent), a constructor
+/// after its class and a destructor after it with a `~`, a file entity
+/// after its file; others are not predicted ("").
+fn predict_name(
+    files: &[SourceFile],
+    before: &[Entity],
+    kind: EntityKind,
+    parent: Option<u32>,
+    file: Option<u32>,
+) -> String {
+    let parent = parent.and_then(|p| before.get(p as usize));
+    match (kind, parent) {
+        (EntityKind::CallChain | EntityKind::Constructor, Some(p)) => p.name.clone(),
+        (EntityKind::Destructor, Some(p)) => format!("~{}", p.name),
+        (EntityKind::File, _) => file
+            .and_then(|f| files.get(f as usize))
+            .map(|f| file_name(&f.path).to_string())
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
 /// The predicted qualified name, parent symbol and module of an entity
 /// from the entities before it.
 fn predict_entity(
@@ -173,6 +196,7 @@ fn predict_entity(
 ) -> (String, String, String) {
     let parent = parent.and_then(|p| before.get(p as usize));
     let qualified = match parent {
+        Some(p) if kind == EntityKind::CallChain => format!("{} (call chain)", p.qualified_name),
         Some(p) if !p.qualified_name.is_empty() && p.qualified_name != "." => {
             format!("{}{}{name}", p.qualified_name, separator(kind))
         }
@@ -235,7 +259,8 @@ impl Tables {
             let (qualified, parent_symbol, module) =
                 predict_entity(files, &entities[..i], e.kind, &e.name, e.parent, e.file);
             en.kind.push(e.kind);
-            en.name.push(e.name.clone());
+            let name = predict_name(files, &entities[..i], e.kind, e.parent, e.file);
+            en.name.push(&name, &e.name);
             en.qualified_name.push(&qualified, &e.qualified_name);
             en.parent.push(opt_step(e.id, e.parent));
             en.parent_symbol.push(&parent_symbol, &e.parent_symbol);
@@ -314,13 +339,13 @@ impl Tables {
         Ok(t)
     }
 
-    /// What the string columns cost in the shard (the entity names too,
-    /// from which qualified names are predicted).
+    /// What the string columns cost in the shard.
     fn string_weight(&self) -> usize {
         let (f, en, ch) = (&self.files, &self.entities, &self.chunks);
         [
             &f.path,
             &f.module,
+            &en.name,
             &en.qualified_name,
             &en.parent_symbol,
             &en.class_name.values,
@@ -335,7 +360,6 @@ impl Tables {
         .iter()
         .map(|c| c.weight())
         .chain([en.class_name.tag.len(), ch.class_name.tag.len()])
-        .chain(en.name.iter().map(String::len))
         .sum()
     }
 
@@ -413,7 +437,8 @@ impl Tables {
             let file = unopt_step(last_file, en.file[i], "entity file")?;
             last_file = file.unwrap_or(last_file);
             let kind = en.kind[i];
-            let name = en.name[i].clone();
+            let name = predict_name(&files, &entities, kind, parent, file);
+            let name = en.name.get(i, &name, budget)?;
             let (qualified, parent_symbol, module) =
                 predict_entity(&files, &entities, kind, &name, parent, file);
             let parent_symbol = en.parent_symbol.get(i, &parent_symbol, budget)?;
@@ -656,7 +681,7 @@ mod tests {
         let en = &mut t.entities;
         for i in 0..n {
             en.kind.push(EntityKind::Class);
-            en.name.push("ab".into());
+            en.name.push("", "ab");
             en.qualified_name.push("", "");
             en.parent
                 .push(if i == 0 { 0 } else { opt_step(i, Some(i - 1)) });
@@ -674,5 +699,67 @@ mod tests {
         // A shallow tree of the same size decodes.
         t.entities.parent = vec![0; n as usize];
         assert_eq!(t.unpack().unwrap().entities.len(), n as usize);
+    }
+
+    #[test]
+    fn predicted_entity_names_round_trip_whether_the_prediction_holds_or_not() {
+        let file = SourceFile {
+            id: 0,
+            path: "src/grid/Halo.hpp".into(),
+            language: Language::Cpp,
+            source_type: SourceType::Header,
+            scope: Scope::Source,
+            module: "src/grid".into(),
+            sha256: String::new(),
+            bytes: 10,
+            lines: 1,
+            includes: Vec::new(),
+            parse: None,
+            warnings: Vec::new(),
+        };
+        let rows = [
+            (EntityKind::File, "Halo.hpp", None),
+            (EntityKind::Class, "Halo", Some(0)),
+            (EntityKind::Constructor, "Halo", Some(1)),
+            (EntityKind::Destructor, "~Halo", Some(1)),
+            (EntityKind::Method, "exchange", Some(1)),
+            (EntityKind::CallChain, "exchange", Some(4)),
+            // Predictions that miss: a constructor defined out of its class,
+            // a file entity under another name, a call chain renamed.
+            (EntityKind::Constructor, "Other", Some(0)),
+            (EntityKind::File, "renamed.hpp", None),
+            (EntityKind::CallChain, "élan", Some(4)),
+            (EntityKind::Destructor, "~Halo", None),
+        ];
+        let mut entities: Vec<Entity> = Vec::new();
+        for (i, (kind, name, parent)) in rows.into_iter().enumerate() {
+            let qualified = match parent.map(|p: u32| &entities[p as usize]) {
+                Some(p) if kind == EntityKind::CallChain => {
+                    format!("{} (call chain)", p.qualified_name)
+                }
+                Some(p) => format!("{}::{name}", p.qualified_name),
+                None => name.to_string(),
+            };
+            let mut e = Entity::new(i as u32, kind, name.into(), qualified);
+            e.parent = parent;
+            e.parent_symbol =
+                parent.map_or_else(String::new, |p| entities[p as usize].qualified_name.clone());
+            e.file = Some(0);
+            e.module = "src/grid".into();
+            entities.push(e);
+        }
+        let features = TextFeatures::without_qualified(Vec::new());
+        let t = Tables::pack(std::slice::from_ref(&file), &entities, &[], &[], &features).unwrap();
+        // The names that hold their prediction cost nothing but a zero cut.
+        let appended: Vec<&str> = t.entities.name.append.iter().map(String::as_str).collect();
+        assert_eq!(appended[..6], ["", "Halo", "", "", "exchange", ""]);
+        let back = t.unpack().unwrap().entities;
+        for (a, b) in entities.iter().zip(&back) {
+            assert_eq!(
+                (a.kind, &a.name, &a.qualified_name, a.parent),
+                (b.kind, &b.name, &b.qualified_name, b.parent)
+            );
+        }
+        assert_eq!(back.len(), entities.len());
     }
 }

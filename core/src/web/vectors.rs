@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::shard::{decode_shard, encode_shard, shard};
+use super::shard::{decode_shard, encode_shard, shard, ShardHash, SHARD_HASH_BYTES};
 use super::{ShardInfo, ShardKind, WebIndex, WEB_MANIFEST};
 use crate::embed::{EmbeddingSpec, Quantization};
 use crate::error::CoreError;
@@ -40,11 +40,11 @@ pub struct VectorDirectory {
     pub sizes: Vec<u64>,
     /// Per partition: its shard's SHA-256 (the shard's name is
     /// `shards/partition-<hex>.bin`).
-    pub hashes: Vec<[u8; 32]>,
+    pub hashes: Vec<ShardHash>,
 }
 
 /// The listed shards of a kind, from their sizes and hashes.
-fn listed(kind: ShardKind, sizes: &[u64], hashes: &[[u8; 32]]) -> Vec<ShardInfo> {
+fn listed(kind: ShardKind, sizes: &[u64], hashes: &[ShardHash]) -> Vec<ShardInfo> {
     sizes
         .iter()
         .zip(hashes)
@@ -77,7 +77,7 @@ pub struct PartitionShard {
     /// [`REFINE_BLOCK`]): its shard's size in bytes.
     pub block_sizes: Vec<u64>,
     /// Per refine block: its shard's SHA-256.
-    pub block_hashes: Vec<[u8; 32]>,
+    pub block_hashes: Vec<ShardHash>,
 }
 
 /// The int8 (or `f32`) vectors of one run of a partition's chunks.
@@ -97,8 +97,8 @@ pub struct BlockShard {
 pub(super) type Partitioned = ((ShardInfo, Vec<u8>), Vec<(String, Vec<u8>)>);
 
 /// A shard's SHA-256 as bytes.
-fn hash_of(info: &ShardInfo) -> Result<[u8; 32], CoreError> {
-    let mut hash = [0u8; 32];
+fn hash_of(info: &ShardInfo) -> Result<ShardHash, CoreError> {
+    let mut hash = [0u8; SHARD_HASH_BYTES];
     hex::decode_to_slice(&info.sha256, &mut hash).map_err(|e| CoreError::Encode {
         file: info.name.clone(),
         message: e.to_string(),

@@ -212,12 +212,17 @@ fn run_ask(
                     "prompt_template": template.id,
                     "prompt_signature": template.signature(),
                     "streamed": answer.streamed,
+                    "cut_repetition": answer.cut_repetition,
                 });
                 out!("{}", json_text(&v)?);
                 return Ok(());
             }
             if printed && !text.ends_with('\n') {
                 out!();
+            }
+            if answer.cut_repetition {
+                out!();
+                out!("(The model began to repeat itself; the answer stops where the copy began, and the copy above is not part of it.)");
             }
             out!();
             out!("Sources (* = cited):");

@@ -279,6 +279,10 @@ fn print_answer_summary(a: &AnswerSummary) {
     out!("  latency seconds   {}", p(&a.latency_seconds));
     out!("  prompt tokens     {}", p(&a.prompt_tokens));
     out!("  completion tokens {}", p(&a.completion_tokens));
+    out!(
+        "  cut where the model began to repeat itself: {} of answers",
+        json_value(&a.cut_repetition)
+    );
 }
 
 fn print_metrics(title: &str, m: &Metrics) {

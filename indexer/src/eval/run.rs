@@ -325,6 +325,7 @@ fn answer_question(
             row.model_answer = Some(a.text);
             row.prompt_tokens = a.prompt_tokens;
             row.completion_tokens = a.completion_tokens;
+            row.cut_repetition = a.cut_repetition;
         }
         Err(e) => {
             row.error = Some(e.to_string());
