@@ -154,10 +154,13 @@ fn the_search_shard_carries_the_tables_exactly() {
     assert!(w.corpus.features.names.is_empty());
     let (q, info) = s.manifest.shards_of(ShardKind::Qualified).next().unwrap();
     w.add_keyword_shard(q, bytes_of(&s, &info.name)).unwrap();
-    assert_eq!(
-        w.corpus.features,
-        codegloss_core::retrieve::features::TextFeatures::compute(data)
-    );
+    // Everything but the token estimates, which the web layout omits.
+    let mut want = codegloss_core::retrieve::features::TextFeatures::compute(data);
+    assert!(want.chunks.iter().any(|c| c.tokens > 0));
+    for c in &mut want.chunks {
+        c.tokens = 0;
+    }
+    assert_eq!(w.corpus.features, want);
     assert!(!w.corpus.features.qualified_absent);
 }
 
@@ -294,11 +297,9 @@ fn the_web_corpus_ranks_like_the_native_one() {
         let a = retrieve(&native, q, None, &settings).unwrap();
         let (b, _) = retrieve_web(&mut w, &s, q);
         assert_eq!(a.chunks, b.chunks, "{q}");
-        assert_eq!(
-            a.context_tokens(&native),
-            b.context_tokens(&w.corpus),
-            "{q}"
-        );
+        assert!(a.context_tokens(&native) > 0, "{q}");
+        // The web layout ships no token estimates (a native report).
+        assert_eq!(b.context_tokens(&w.corpus), 0, "{q}");
     }
     // A fresh index needs a round of postings for a keyword query.
     let mut fresh = open(&s);

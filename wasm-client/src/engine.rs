@@ -216,7 +216,6 @@ impl Engine {
             "intent": r.route.intent.as_str(),
             "semantic": qv.is_some(),
             "files": r.files(corpus),
-            "context_tokens": r.context_tokens(corpus),
             "chunks": chunks,
             "missing": missing,
         });

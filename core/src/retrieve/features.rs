@@ -33,7 +33,8 @@ pub struct ChunkFeatures {
     /// Its entity has a doc comment.
     pub documented: bool,
     /// Estimated tokens of code plus gloss (the `context_tokens` of a
-    /// retrieval).
+    /// retrieval). 0 in the web layout, which does not ship it: nothing
+    /// that ranks or builds an answer reads it.
     pub tokens: u32,
     /// Qualified names in the code (maximal runs of `[A-Za-z0-9_:]` that
     /// contain `::`), as indices into [`TextFeatures::names`], sorted; the

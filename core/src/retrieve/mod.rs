@@ -200,7 +200,9 @@ impl Retrieval {
         out
     }
 
-    /// Estimated tokens of the final context (code and glosses).
+    /// Estimated tokens of the final context (code and glosses), a report
+    /// of the native index: a web corpus does not carry the estimates and
+    /// gives 0.
     pub fn context_tokens(&self, corpus: &Corpus) -> usize {
         self.chunks
             .iter()

@@ -18,13 +18,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
 use crate::model::{
-    Chunk, CodeFrame, Edge, EdgeKind, Entity, EntityKind, Gloss, GlossSource, Include, Language,
-    Scope, SourceFile, SourceType,
+    Chunk, CodeFrame, Edge, Entity, EntityKind, Gloss, GlossSource, Include, Language, Scope,
+    SourceFile, SourceType,
 };
 use crate::retrieve::features::{ChunkFeatures, TextFeatures};
 use crate::text::{base_name, file_name};
 
 use super::columns::{opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn};
+use super::edges::EdgeColumns;
 
 /// Files, without their hashes, parse statistics or warnings (nothing in
 /// the browser reads them; the manifest's build id identifies the index).
@@ -78,23 +79,15 @@ pub struct ChunkColumns {
     line_count: Vec<u32>,
 }
 
-/// Graph edges: `from` as a step from the previous edge's, `to` as a step
-/// from its own `from`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-pub struct EdgeColumns {
-    from: Vec<u64>,
-    to: Vec<u64>,
-    kind: Vec<EdgeKind>,
-}
-
 /// Text features, per-chunk facts as columns; the qualified names travel in
-/// their own shard ([`super::QualifiedShard`]).
+/// their own shard ([`super::QualifiedShard`]), and the token estimates not
+/// at all (only `context_tokens`, a native report, reads them: on a 44k-chunk
+/// codebase they were 55 KB of the search shard).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeatureColumns {
     nonblank_lines: Vec<u32>,
     /// Bit 0: trivial declaration; bit 1: has a gloss; bit 2: documented.
     flags: Vec<u8>,
-    tokens: Vec<u32>,
 }
 
 /// The search shard's tables, column by column.
@@ -317,14 +310,7 @@ impl Tables {
                 .push(c.end_line.wrapping_sub(c.start_line).wrapping_add(1));
         }
 
-        let ed = &mut t.edges;
-        let mut last_from = 0u32;
-        for e in edges {
-            ed.from.push(step(last_from, e.from));
-            ed.to.push(step(e.from, e.to));
-            ed.kind.push(e.kind);
-            last_from = e.from;
-        }
+        t.edges = EdgeColumns::pack(entities, edges);
 
         let fe = &mut t.features;
         for c in &features.chunks {
@@ -334,7 +320,6 @@ impl Tables {
                     | (u8::from(c.has_gloss) << 1)
                     | (u8::from(c.documented) << 2),
             );
-            fe.tokens.push(c.tokens);
         }
         Ok(t)
     }
@@ -550,25 +535,11 @@ impl Tables {
             c.class_name = name;
         }
 
-        let ed = &self.edges;
-        if ed.to.len() != ed.from.len() || ed.kind.len() != ed.from.len() {
-            return Err(CoreError::malformed("the edge columns differ in length"));
-        }
-        let mut edges = Vec::with_capacity(ed.from.len());
-        let mut last_from = 0u32;
-        for i in 0..ed.from.len() {
-            let from = unstep(last_from, ed.from[i], "edge source")?;
-            last_from = from;
-            edges.push(Edge {
-                from,
-                to: unstep(from, ed.to[i], "edge target")?,
-                kind: ed.kind[i],
-            });
-        }
+        let edges = self.edges.unpack(&entities)?;
 
         let fe = &self.features;
         let n = fe.nonblank_lines.len();
-        if fe.flags.len() != n || fe.tokens.len() != n {
+        if fe.flags.len() != n {
             return Err(CoreError::malformed("the feature columns differ in length"));
         }
         let chunks_features = (0..n)
@@ -577,7 +548,8 @@ impl Tables {
                 trivial_declaration: fe.flags[i] & 1 != 0,
                 has_gloss: fe.flags[i] & 2 != 0,
                 documented: fe.flags[i] & 4 != 0,
-                tokens: fe.tokens[i],
+                // Not shipped: only native reports read it.
+                tokens: 0,
                 qualified: Vec::new(),
             })
             .collect();
