@@ -65,7 +65,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// from the search shard into the postings shards, whose first terms the
 /// manifest lists, and the qualified names into a shard of their own; 9:
 /// shards are named and checked by a [`ShardHash`], 128 bits, entity
-/// names are predicted from their parents and files, refine blocks hold
+/// names are predicted from their parents and files and qualified names
+/// from the stored parent symbols, parents are steps from the entity
+/// before's parent, refine blocks hold
 /// [`crate::retrieve::REFINE_BLOCK`] = 4 vectors, and the search shard
 /// drops the token estimates and the edges the entities imply).
 pub const WEB_FORMAT_VERSION: u32 = 9;

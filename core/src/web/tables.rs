@@ -177,31 +177,33 @@ fn predict_name(
     }
 }
 
-/// The predicted qualified name, parent symbol and module of an entity
-/// from the entities before it.
+/// The predicted parent symbol and module of an entity from the entities
+/// before it.
 fn predict_entity(
     files: &[SourceFile],
     before: &[Entity],
-    kind: EntityKind,
-    name: &str,
     parent: Option<u32>,
     file: Option<u32>,
-) -> (String, String, String) {
+) -> (String, String) {
     let parent = parent.and_then(|p| before.get(p as usize));
-    let qualified = match parent {
-        Some(p) if kind == EntityKind::CallChain => format!("{} (call chain)", p.qualified_name),
-        Some(p) if !p.qualified_name.is_empty() && p.qualified_name != "." => {
-            format!("{}{}{name}", p.qualified_name, separator(kind))
-        }
-        _ => name.to_string(),
-    };
     let parent_symbol = parent.map_or_else(String::new, |p| p.qualified_name.clone());
     let module = file
         .and_then(|f| files.get(f as usize))
         .map(|f| f.module.clone())
         .or_else(|| parent.map(|p| p.module.clone()))
         .unwrap_or_default();
-    (qualified, parent_symbol, module)
+    (parent_symbol, module)
+}
+
+/// The predicted qualified name of an entity from its parent symbol as
+/// stored (which, unlike the parent's qualified name, also names the class
+/// of a method defined outside it).
+fn predict_qualified(kind: EntityKind, name: &str, parent_symbol: &str) -> String {
+    match parent_symbol {
+        "" | "." => name.to_string(),
+        p if kind == EntityKind::CallChain => format!("{p} (call chain)"),
+        p => format!("{p}{}{name}", separator(kind)),
+    }
 }
 
 impl Tables {
@@ -242,6 +244,9 @@ impl Tables {
 
         let en = &mut t.entities;
         let mut last_file = 0u32;
+        // A parent as a step from the entity before's parent (0 for a
+        // sibling, which most entities are).
+        let mut last_parent = 0u32;
         for (i, e) in entities.iter().enumerate() {
             if e.id as usize != i {
                 return Err(CoreError::malformed(format!(
@@ -249,13 +254,14 @@ impl Tables {
                     e.id
                 )));
             }
-            let (qualified, parent_symbol, module) =
-                predict_entity(files, &entities[..i], e.kind, &e.name, e.parent, e.file);
+            let (parent_symbol, module) = predict_entity(files, &entities[..i], e.parent, e.file);
+            let qualified = predict_qualified(e.kind, &e.name, &e.parent_symbol);
             en.kind.push(e.kind);
             let name = predict_name(files, &entities[..i], e.kind, e.parent, e.file);
             en.name.push(&name, &e.name);
             en.qualified_name.push(&qualified, &e.qualified_name);
-            en.parent.push(opt_step(e.id, e.parent));
+            en.parent.push(opt_step(last_parent, e.parent));
+            last_parent = e.parent.unwrap_or(last_parent);
             en.parent_symbol.push(&parent_symbol, &e.parent_symbol);
             en.class_name
                 .push(Some(e.parent_symbol.as_str()), e.class_name.as_deref());
@@ -416,18 +422,20 @@ impl Tables {
         let mut entities: Vec<Entity> = Vec::with_capacity(n);
         let mut last_file = 0u32;
         let mut class_names = Vec::with_capacity(n);
+        let mut last_parent = 0u32;
         for i in 0..n {
             let id = i as u32;
-            let parent = unopt_step(id, en.parent[i], "entity parent")?;
+            let parent = unopt_step(last_parent, en.parent[i], "entity parent")?;
+            last_parent = parent.unwrap_or(last_parent);
             let file = unopt_step(last_file, en.file[i], "entity file")?;
             last_file = file.unwrap_or(last_file);
             let kind = en.kind[i];
             let name = predict_name(&files, &entities, kind, parent, file);
             let name = en.name.get(i, &name, budget)?;
-            let (qualified, parent_symbol, module) =
-                predict_entity(&files, &entities, kind, &name, parent, file);
+            let (parent_symbol, module) = predict_entity(&files, &entities, parent, file);
             let parent_symbol = en.parent_symbol.get(i, &parent_symbol, budget)?;
             class_names.push(parent_symbol.clone());
+            let qualified = predict_qualified(kind, &name, &parent_symbol);
             let qualified_name = en.qualified_name.get(i, &qualified, budget)?;
             let module = en.module.get(i, &module, budget)?;
             // Display fields travel in text shards; concept text only feeds
@@ -648,15 +656,19 @@ mod tests {
         // Each entity the child of the one before, named "ab": the predicted
         // qualified names grow by four bytes a row, quadratic in all
         // (3 Ki rows, 15 KB of columns: 60 MB of names, times three columns).
-        let n = 3 << 10;
+        let n: u32 = 3 << 10;
         let mut t = Tables::default();
         let en = &mut t.entities;
         for i in 0..n {
             en.kind.push(EntityKind::Class);
             en.name.push("", "ab");
             en.qualified_name.push("", "");
-            en.parent
-                .push(if i == 0 { 0 } else { opt_step(i, Some(i - 1)) });
+            // Parents are steps from the entity before's parent.
+            en.parent.push(if i == 0 {
+                0
+            } else {
+                opt_step(i.saturating_sub(2), Some(i - 1))
+            });
             en.parent_symbol.push("", "");
             en.class_name.tag.push(0);
             en.file.push(0);
