@@ -67,7 +67,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// shards are named and checked by a [`ShardHash`], 128 bits, entity
 /// names are predicted from their parents and files and qualified names
 /// from the stored parent symbols, parents are steps from the entity
-/// before's parent, refine blocks hold
+/// before's parent, a later part's first line a step from the end of the
+/// part before, non-blank line counts steps from line counts, refine
+/// blocks hold
 /// [`crate::retrieve::REFINE_BLOCK`] = 4 vectors, and the search shard
 /// drops the token estimates and the edges the entities imply).
 pub const WEB_FORMAT_VERSION: u32 = 9;

@@ -85,7 +85,8 @@ pub struct ChunkColumns {
 /// codebase they were 55 KB of the search shard).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeatureColumns {
-    nonblank_lines: Vec<u32>,
+    /// Steps from the chunk's line count.
+    nonblank_lines: Vec<u64>,
     /// Bit 0: trivial declaration; bit 1: has a gloss; bit 2: documented.
     flags: Vec<u8>,
 }
@@ -277,6 +278,7 @@ impl Tables {
         let ch = &mut t.chunks;
         let mut last_entity = 0u32;
         let mut last_start = 0u32;
+        let mut last_end = 0u32;
         for (i, c) in chunks.iter().enumerate() {
             if c.id as usize != i {
                 return Err(CoreError::malformed(format!(
@@ -310,8 +312,16 @@ impl Tables {
             ch.parent_symbol.push(&e.parent_symbol, &c.parent_symbol);
             ch.class_name
                 .push(e.class_name.as_deref(), c.class_name.as_deref());
-            ch.start_line.push(step(last_start, c.start_line));
+            // A later part of a split entity starts after the part before
+            // it; others step from the chunk before's start.
+            let from = if c.part > 0 {
+                last_end.wrapping_add(1)
+            } else {
+                last_start
+            };
+            ch.start_line.push(step(from, c.start_line));
             last_start = c.start_line;
+            last_end = c.end_line;
             ch.line_count
                 .push(c.end_line.wrapping_sub(c.start_line).wrapping_add(1));
         }
@@ -319,8 +329,10 @@ impl Tables {
         t.edges = EdgeColumns::pack(entities, edges);
 
         let fe = &mut t.features;
-        for c in &features.chunks {
-            fe.nonblank_lines.push(c.nonblank_lines);
+        for (i, c) in features.chunks.iter().enumerate() {
+            // As a step from the chunk's line count: the blank lines.
+            let lines = t.chunks.line_count.get(i).copied().unwrap_or(0);
+            fe.nonblank_lines.push(step(lines, c.nonblank_lines));
             fe.flags.push(
                 u8::from(c.trivial_declaration)
                     | (u8::from(c.has_gloss) << 1)
@@ -488,6 +500,7 @@ impl Tables {
         let mut chunks = Vec::with_capacity(n);
         let mut last_entity = 0u32;
         let mut last_start = 0u32;
+        let mut last_end = 0u32;
         let mut owners = Vec::with_capacity(n);
         for i in 0..n {
             let entity = unstep(last_entity, ch.entity[i], "chunk entity")?;
@@ -499,8 +512,14 @@ impl Tables {
             let file = e.file.and_then(|f| files.get(f as usize));
             let (part, parts) = (ch.part[i], ch.parts[i]);
             let p = predict_chunk(&files, e, part, parts);
-            let start_line = unstep(last_start, ch.start_line[i], "chunk line")?;
+            let from = if part > 0 {
+                last_end.wrapping_add(1)
+            } else {
+                last_start
+            };
+            let start_line = unstep(from, ch.start_line[i], "chunk line")?;
             last_start = start_line;
+            last_end = start_line.wrapping_add(ch.line_count[i]).wrapping_sub(1);
             let scope = match (ch.scope[i], file) {
                 (Some(s), _) => s,
                 (None, Some(f)) => f.scope,
@@ -551,16 +570,19 @@ impl Tables {
             return Err(CoreError::malformed("the feature columns differ in length"));
         }
         let chunks_features = (0..n)
-            .map(|i| ChunkFeatures {
-                nonblank_lines: fe.nonblank_lines[i],
-                trivial_declaration: fe.flags[i] & 1 != 0,
-                has_gloss: fe.flags[i] & 2 != 0,
-                documented: fe.flags[i] & 4 != 0,
-                // Not shipped: only native reports read it.
-                tokens: 0,
-                qualified: Vec::new(),
+            .map(|i| {
+                let lines = ch.line_count.get(i).copied().unwrap_or(0);
+                Ok(ChunkFeatures {
+                    nonblank_lines: unstep(lines, fe.nonblank_lines[i], "non-blank lines")?,
+                    trivial_declaration: fe.flags[i] & 1 != 0,
+                    has_gloss: fe.flags[i] & 2 != 0,
+                    documented: fe.flags[i] & 4 != 0,
+                    // Not shipped: only native reports read it.
+                    tokens: 0,
+                    qualified: Vec::new(),
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>, CoreError>>()?;
 
         Ok(Decoded {
             files,
