@@ -196,6 +196,12 @@ check('trojan-source', async () => {
 
 check('long-name', async () => {
   await loaded();
+  // Semantic search loads after the first results, then ranks the results
+  // on screen again, which draws the cards anew: let it settle first, so
+  // the card clicked below is still the one measured.
+  await until(page, 'semantic search to settle', () =>
+    ['on', 'off'].includes(document.querySelector('codegloss-search').shadowRoot.querySelector('.cg-semantic').dataset.state),
+  undefined, 120_000);
   await search(page, 'trojan long name segment');
   await page.keyboard.press('Escape');
   await cardText(page, '.cg-symbol', 'trojanLongName'); // measured with its gloss and code
