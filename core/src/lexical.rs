@@ -538,7 +538,11 @@ impl LexicalIndex {
         if self.doc_len.is_empty() {
             return scores;
         }
-        let avg = self.doc_len.iter().map(|&l| f64::from(l)).sum::<f64>() as f32
+        let avg = self
+            .doc_len
+            .iter()
+            .map(|&l| f64::from(length_of_code(length_code(l))))
+            .sum::<f64>() as f32
             / self.doc_len.len() as f32;
         let mut seen: Vec<&str> = Vec::new();
         for t in query {
@@ -552,7 +556,7 @@ impl LexicalIndex {
             let idf = self.idf(t);
             for &(chunk, tf8) in &self.postings[id] {
                 let tf = f32::from(tf8) / 8.0;
-                let len = self.doc_len[chunk as usize] as f32;
+                let len = length_of_code(length_code(self.doc_len[chunk as usize])) as f32;
                 let norm = K1 * (1.0 - B + B * len / avg.max(1.0));
                 scores[chunk as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
             }
@@ -578,9 +582,53 @@ impl LexicalIndex {
     }
 }
 
+/// A document length as one byte: exact below 32, then 16 steps per
+/// doubling (at most 6% off), up to 255. Ranking reads lengths through
+/// this, so the web layout ships a byte a chunk and still ranks exactly as
+/// the native index.
+pub fn length_code(len: u32) -> u8 {
+    if len < 32 {
+        return len as u8;
+    }
+    let e = 31 - len.leading_zeros() - 4; // len >> e lies in 16..32
+    let code = 32 + e * 16 + ((len >> e) - 16);
+    code.min(255) as u8
+}
+
+/// The length a [`length_code`] stands for (a fixed point of the coding).
+pub fn length_of_code(code: u8) -> u32 {
+    let c = u32::from(code);
+    if c < 32 {
+        return c;
+    }
+    let e = (c - 32) / 16;
+    (16 + (c - 32) % 16) << e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn length_codes_are_monotone_fixed_points_within_a_sixteenth() {
+        let mut last = 0;
+        for len in (0..300_000u32)
+            .step_by(7)
+            .chain([31, 32, 33, 253_952, u32::MAX])
+        {
+            let back = length_of_code(length_code(len));
+            assert_eq!(length_of_code(length_code(back)), back, "{len}");
+            if len <= 253_952 {
+                assert!(back <= len && (len - back) * 16 <= len, "{len} -> {back}");
+            }
+            if len < 300_000 {
+                assert!(back >= last || len < last, "{len}");
+                last = back;
+            }
+        }
+        assert_eq!(length_of_code(length_code(31)), 31);
+        assert_eq!(length_of_code(255), 253_952);
+    }
 
     /// A small index whole, and the same split into runs of two terms.
     fn whole_and_runs() -> (LexicalIndex, LexicalIndex) {

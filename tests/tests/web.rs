@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 
 use codegloss_core::format::Manifest;
-use codegloss_core::lexical::LexicalIndex;
+use codegloss_core::lexical::{length_code, length_of_code, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::web::{
     build_site_index_with, shard_hash_hex, ShardKind, SiteIndex, WebIndex, WebManifest,
@@ -143,7 +143,16 @@ fn the_search_shard_carries_the_tables_exactly() {
     }
     assert_eq!(w.corpus.data, want);
     let (_, _, lexical) = native();
-    assert_eq!(w.corpus.lexical.doc_len, lexical.doc_len);
+    // Document lengths travel as the byte ranking reads them through.
+    let coded =
+        |l: &[u32]| -> Vec<u32> { l.iter().map(|&x| length_of_code(length_code(x))).collect() };
+    assert_eq!(coded(&w.corpus.lexical.doc_len), coded(&lexical.doc_len));
+    assert!(w
+        .corpus
+        .lexical
+        .doc_len
+        .iter()
+        .all(|&x| length_of_code(length_code(x)) == x));
     assert!(
         w.corpus.lexical.terms.is_empty(),
         "the vocabulary is not in the search shard"

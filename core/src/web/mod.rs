@@ -34,7 +34,7 @@ use crate::format::{
     from_versioned_json, sha256_hex, to_pretty_json, Counts, EmbeddingInfo, IndexData, JsonFormat,
     Manifest,
 };
-use crate::lexical::LexicalIndex;
+use crate::lexical::{length_code, length_of_code, LexicalIndex};
 use crate::model::{Chunk, CodeFrame, Entity};
 use crate::retrieve::features::TextFeatures;
 use crate::retrieve::Corpus;
@@ -68,10 +68,10 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// names are predicted from their parents and files and qualified names
 /// from the stored parent symbols, parents are steps from the entity
 /// before's parent, a later part's first line a step from the end of the
-/// part before, non-blank line counts steps from line counts, refine
-/// blocks hold
-/// [`crate::retrieve::REFINE_BLOCK`] = 4 vectors, and the search shard
-/// drops the token estimates and the edges the entities imply).
+/// part before, non-blank line counts steps from line counts, document
+/// lengths one byte each ([`crate::lexical::length_code`]), refine blocks
+/// hold [`crate::retrieve::REFINE_BLOCK`] = 4 vectors, and the search
+/// shard drops the token estimates and the edges the entities imply).
 pub const WEB_FORMAT_VERSION: u32 = 9;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
@@ -284,9 +284,10 @@ pub struct SearchShard {
     pub tables: Tables,
     /// Keyword field weights.
     pub weights: crate::lexical::FieldWeights,
-    /// Per chunk: weighted length × 8 (the keyword index's document
-    /// lengths; its posting lists live in postings shards).
-    pub doc_len: Vec<u32>,
+    /// Per chunk: the keyword index's document length (weighted length ×
+    /// 8) as its [`crate::lexical::length_code`], the byte ranking reads it
+    /// through (its posting lists live in postings shards).
+    pub doc_len: Vec<u8>,
 }
 
 /// The text of a run of chunks: everything retrieval does not rank from
@@ -449,7 +450,7 @@ pub fn build_site_index_with(
     let search = SearchShard {
         tables,
         weights: lexical.weights.clone(),
-        doc_len: lexical.doc_len.clone(),
+        doc_len: lexical.doc_len.iter().map(|&l| length_code(l)).collect(),
     };
     let lists = &lexical.postings;
     let mut shards = vec![
@@ -621,7 +622,8 @@ impl WebIndex {
                 message: format!("{WEB_MANIFEST}: not exactly one qualified-names shard listed"),
             });
         }
-        let lexical = LexicalIndex::in_runs(s.weights, runs, s.doc_len);
+        let doc_len = s.doc_len.iter().map(|&c| length_of_code(c)).collect();
+        let lexical = LexicalIndex::in_runs(s.weights, runs, doc_len);
         Ok(WebIndex {
             manifest,
             corpus: Corpus::with_features(data, None, lexical, t.features),
