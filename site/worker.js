@@ -264,13 +264,21 @@ async function retrieveLoaded(query, vector) {
 const CARDS_WITH_TEXT = 6;
 let lastSearch = null; // {id, chunks}: the engine's last retrieval
 
+// The text shards are listed in the text directory, which the first call
+// fetches: then the engine names the shards themselves.
 async function loadText(chunks) {
-  const missing = JSON.parse(engine.missingText(Uint32Array.from(chunks)));
-  await Promise.all(missing.map(async (m) => {
-    const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
-    engine.addText(m.position, bytes);
-  }));
-  return missing.length;
+  let fetched = 0;
+  for (let round = 0; round < 2; round++) {
+    const missing = JSON.parse(engine.missingText(Uint32Array.from(chunks)));
+    if (missing.length === 0) break;
+    await Promise.all(missing.map(async (m) => {
+      const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase() };
+      const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
+      engine.addText(m.position, bytes);
+    }));
+    fetched += missing.length;
+  }
+  return fetched;
 }
 
 // Search, post the results at once (metadata only), then load the text of

@@ -15,7 +15,7 @@ use codegloss_core::format::EmbeddingInfo;
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::vectors::HnswParams;
-use codegloss_core::web::{build_site_index, WebManifest};
+use codegloss_core::web::{build_site_index, ShardInfo, WebManifest};
 use codegloss_core::{DataKind, IndexData, Manifest, VectorIndex};
 use codegloss_indexer::{embed::vectorize, ingest::build, store, Config};
 
@@ -36,6 +36,8 @@ pub struct Fixture {
     pub corpus: Corpus,
     /// The web manifest.
     pub web: WebManifest,
+    /// The text shards its text directory lists.
+    pub web_text: Vec<ShardInfo>,
     /// `codegloss.json` as written.
     pub web_json: String,
     /// The web manifest of the same index ranked with `ivf_probe = 2`:
@@ -190,6 +192,7 @@ fn build_fixture() -> Fixture {
         files,
         corpus,
         web: site.manifest,
+        web_text: site.text,
         web_ivf: site_ivf.manifest,
         web_json,
         shards,

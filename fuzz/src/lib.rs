@@ -39,7 +39,7 @@ use codegloss_core::answer::{
 use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::sse::SseLines;
-use codegloss_core::web::{ShardKind, WebIndex, WebManifest, WEB_MAGIC};
+use codegloss_core::web::{text_directory_shard, ShardKind, WebIndex, WebManifest, WEB_MAGIC};
 use codegloss_core::{DataKind, IndexData, Language, Manifest, VectorIndex};
 use codegloss_indexer::config::ParseConfig;
 use codegloss_indexer::{ingest::cpp, ingest::docs, Config};
@@ -108,10 +108,12 @@ pub fn data_file(kind: DataKind, payload: &[u8]) -> Vec<u8> {
 /// A shard of `kind` around `payload`, header valid, deflated.
 pub fn shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
     let fx = fixture::get();
-    let (_, info) = fx
+    let info = fx
         .web
         .shards_of(kind)
         .chain(fx.web_ivf.shards_of(kind))
+        .map(|(_, s)| s)
+        .chain(fx.web_text.iter().filter(|s| s.kind == kind))
         .next()
         .expect("fixture shard");
     let mut out = fx.shards[&info.name][..16].to_vec();
@@ -365,9 +367,12 @@ fn drive_web<'a>(
         let ids: Vec<u32> = r.chunks.iter().map(|c| c.chunk).collect();
         let mut wanted = ids.clone();
         wanted.extend(context_chunks(&index.corpus, &r));
-        for p in index.missing_text(&wanted) {
-            if let Some(bytes) = shard_bytes(&index, p) {
-                let _ = index.add_text(p, bytes);
+        // The text directory first, then the text shards it lists.
+        for _ in 0..2 {
+            for p in index.missing_text(&wanted) {
+                if let Some(bytes) = shard_bytes(&index, p) {
+                    let _ = index.add_text(p, bytes);
+                }
             }
         }
         // `Engine::cards` indexes the tables directly.
@@ -415,6 +420,7 @@ pub fn web_shard(input: &[u8]) {
         ShardKind::Vectors,
         ShardKind::VectorDirectory,
         ShardKind::Qualified,
+        ShardKind::TextDirectory,
     ];
     let kind = kinds[usize::from(sel & 0x7f) % kinds.len()];
     let (bytes, inflated) = if sel & 0x80 != 0 {
@@ -434,17 +440,44 @@ pub fn web_shard(input: &[u8]) {
         } else {
             fx.web.clone()
         };
-        let positions: Vec<usize> = manifest.shards_of(kind).map(|(i, _)| i).collect();
+        // A text shard is listed in the text directory: list the fuzzed
+        // bytes in a new directory, itself listed in the manifest.
+        let mut directory = None;
+        if kind == ShardKind::Text {
+            let mut text = fx.web_text.clone();
+            let Some(i) = usize::from(*which).checked_rem(text.len()) else {
+                return;
+            };
+            text[i].bytes = bytes.len() as u64;
+            text[i].sha256 = codegloss_core::web::shard_hash_hex(&bytes);
+            text[i].name = format!("shards/text-{}.bin", text[i].sha256);
+            let Ok((_, d)) = text_directory_shard(&text) else {
+                return;
+            };
+            directory = Some((text[i].name.clone(), d));
+        }
+        let listed = if directory.is_some() {
+            ShardKind::TextDirectory
+        } else {
+            kind
+        };
+        let positions: Vec<usize> = manifest.shards_of(listed).map(|(i, _)| i).collect();
         let Some(&position) = positions.get(usize::from(*which) % positions.len().max(1)) else {
             return;
         };
+        let (fuzzed_name, listed_bytes) = match &directory {
+            Some((text_name, d)) => (text_name.clone(), d.as_slice()),
+            None => (String::new(), bytes.as_slice()),
+        };
         let info = &mut manifest.shards[position];
-        info.bytes = bytes.len() as u64;
-        info.sha256 = codegloss_core::web::shard_hash_hex(&bytes);
+        info.bytes = listed_bytes.len() as u64;
+        info.sha256 = codegloss_core::web::shard_hash_hex(listed_bytes);
         let name = info.name.clone();
         let fuzzed: &[u8] = &bytes;
         let get = move |n: &str| {
             if n == name {
+                Some(listed_bytes)
+            } else if n == fuzzed_name {
                 Some(fuzzed)
             } else {
                 fx.shards.get(n).map(Vec::as_slice)

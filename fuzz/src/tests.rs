@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
+use codegloss_core::web::ShardInfo;
 
 /// A fuzz target's harness.
 type Harness = fn(&[u8]);
@@ -83,6 +84,7 @@ fn write_seeds() {
         ShardKind::Vectors,
         ShardKind::VectorDirectory,
         ShardKind::Qualified,
+        ShardKind::TextDirectory,
     ]
     .into_iter()
     .enumerate()
@@ -92,7 +94,13 @@ fn write_seeds() {
         } else {
             &fx.web
         };
-        for (which, (_, info)) in web.shards_of(kind).enumerate().take(2) {
+        // Text shards are listed in the text directory, not the manifest.
+        let infos: Vec<&ShardInfo> = if kind == ShardKind::Text {
+            fx.web_text.iter().collect()
+        } else {
+            web.shards_of(kind).map(|(_, s)| s).collect()
+        };
+        for (which, info) in infos.into_iter().enumerate().take(2) {
             let bytes = &fx.shards[&info.name];
             let inflated =
                 miniz_oxide::inflate::decompress_to_vec(&bytes[16..]).expect("fixture shard");

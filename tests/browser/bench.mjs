@@ -20,8 +20,9 @@ const browser = await launch();
 // vectors: one shard, or the directory and the probed partitions): the
 // widget starts them right after its first results.
 const SEMANTIC_ONLY = /^(index\/model\/|codegloss\/ort\/|codegloss\/embed\/|index\/shards\/(vectors|vectordir|partition)-)/;
-// Text shards: the worker posts results first and fetches their text after.
-const TEXT = /^index\/shards\/text-/;
+// Text shards and their directory: the worker posts results first and
+// fetches their text after.
+const TEXT = /^index\/shards\/text(dir)?-/;
 
 function meter(page) {
   const sum = (f) => m.requests.filter(f).reduce((a, r) => a + r.bytes, 0);

@@ -9,7 +9,7 @@ use codegloss_core::format::Manifest;
 use codegloss_core::lexical::{length_code, length_of_code, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::web::{
-    build_site_index_with, shard_hash_hex, ShardKind, SiteIndex, WebIndex, WebManifest,
+    build_site_index_with, shard_hash_hex, ShardInfo, ShardKind, SiteIndex, WebIndex, WebManifest,
 };
 use codegloss_core::{CoreError, IndexData};
 use codegloss_indexer::{ingest::build, Config};
@@ -45,6 +45,16 @@ fn open(site: &SiteIndex) -> WebIndex {
     WebIndex::open(site.manifest.clone(), bytes_of(site, &search.name)).unwrap()
 }
 
+/// Load the text directory into `w`: its text shards join `w`'s manifest.
+fn load_text_directory(w: &mut WebIndex, s: &SiteIndex) {
+    let (p, d) = s
+        .manifest
+        .shards_of(ShardKind::TextDirectory)
+        .next()
+        .unwrap();
+    w.add_text(p, bytes_of(s, &d.name)).unwrap();
+}
+
 const QUESTIONS: [&str; 6] = [
     "Where is accumulateHalo defined?",
     "How are halo cells exchanged between neighbouring ranks?",
@@ -59,8 +69,11 @@ fn shards_are_content_addressed_and_sized() {
     let s = site();
     let m = &s.manifest;
     assert_eq!(m.shards_of(ShardKind::Search).count(), 1);
-    assert!(m.shards_of(ShardKind::Text).count() >= 1);
-    for (info, (name, bytes)) in m.shards.iter().zip(&s.files) {
+    // The text shards are listed in the text directory, not the manifest.
+    assert_eq!(m.shards_of(ShardKind::TextDirectory).count(), 1);
+    assert_eq!(m.shards_of(ShardKind::Text).count(), 0);
+    assert!(!s.text.is_empty());
+    for (info, (name, bytes)) in m.shards.iter().chain(&s.text).zip(&s.files) {
         assert_eq!(&info.name, name);
         assert_eq!(info.sha256, shard_hash_hex(bytes));
         assert_eq!(info.sha256.len(), 32);
@@ -75,9 +88,18 @@ fn shards_are_content_addressed_and_sized() {
         next = b + 1;
     }
     assert!(next > 0);
-    // Text shards cover every chunk exactly once, in order.
+    // Text shards cover every chunk exactly once, in order, and the text
+    // directory lists them as the site wrote them.
+    let mut w = open(&s);
+    load_text_directory(&mut w, &s);
+    let listed: Vec<&ShardInfo> = w
+        .manifest
+        .shards_of(ShardKind::Text)
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(listed, s.text.iter().collect::<Vec<_>>());
     let mut next = 0u32;
-    for (_, t) in m.shards_of(ShardKind::Text) {
+    for t in &s.text {
         let [a, b] = t.chunks.unwrap();
         assert_eq!(a, next);
         assert!(b >= a);
@@ -96,13 +118,15 @@ fn deterministic() {
 }
 
 /// The native tables as the search shard should carry them: no text, no
-/// file hashes, parse statistics, warnings or entity spans.
+/// file hashes, parse statistics, warnings, include directives or entity
+/// spans.
 fn stripped(data: &IndexData) -> IndexData {
     let mut d = data.clone();
     for f in &mut d.files {
         f.sha256.clear();
         f.parse = None;
         f.warnings.clear();
+        f.includes.clear();
     }
     for e in &mut d.entities {
         e.gloss.text.clear();
@@ -247,21 +271,37 @@ fn search_shard_holds_no_text_and_text_shards_restore_it() {
         .iter()
         .all(|e| e.gloss.text.is_empty()));
     let all: Vec<u32> = (0..data.chunks.len() as u32).collect();
+    // First the text directory alone, then the shards it lists.
+    let directory: Vec<usize> = s
+        .manifest
+        .shards_of(ShardKind::TextDirectory)
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(w.missing_text(&all), directory);
+    assert!(w.missing_text(&[]).is_empty());
+    load_text_directory(&mut w, &s);
     let missing = w.missing_text(&all);
-    assert_eq!(missing.len(), s.manifest.shards_of(ShardKind::Text).count());
+    assert_eq!(missing.len(), s.text.len());
     for p in missing {
-        let name = s.manifest.shards[p].name.clone();
+        let name = w.manifest.shards[p].name.clone();
         w.add_text(p, bytes_of(&s, &name)).unwrap();
     }
     assert!(w.missing_text(&all).is_empty());
+    // A second copy of the directory changes nothing.
+    let before = w.manifest.shards.len();
+    load_text_directory(&mut w, &s);
+    assert_eq!(w.manifest.shards.len(), before);
     // Everything comes back but what the browser never reads: file hashes,
-    // parse statistics, warnings and concept text (which only fed the
-    // vectors, shipped built).
+    // parse statistics, warnings, include directives (retrieval follows the
+    // include edges) and concept text (which only fed the vectors, shipped
+    // built).
     let mut expected = data.clone();
+    assert!(expected.files.iter().any(|f| !f.includes.is_empty()));
     for f in &mut expected.files {
         f.sha256.clear();
         f.parse = None;
         f.warnings.clear();
+        f.includes.clear();
     }
     assert!(expected.entities.iter().any(|e| !e.concepts.is_empty()));
     for e in &mut expected.entities {
@@ -366,7 +406,9 @@ fn damage_is_a_typed_error() {
     assert!(matches!(vouch(&good[..5]), CoreError::Truncated { .. }));
     // A text shard handed in at the wrong position.
     let mut w = open(&s);
-    let (p, t) = s.manifest.shards_of(ShardKind::Text).next().unwrap();
+    load_text_directory(&mut w, &s);
+    let (p, t) = w.manifest.shards_of(ShardKind::Text).next().unwrap();
+    let t = t.clone();
     assert!(w.add_text(p + 1000, bytes_of(&s, &t.name)).is_err());
     assert!(
         w.add_text(0, bytes_of(&s, &t.name)).is_err(),

@@ -136,13 +136,14 @@ fn the_directory_lists_every_partition_and_the_manifest_none() {
         assert_eq!(info.kind, ShardKind::Partition);
         assert_eq!(bytes_of(&s, &info.name).len() as u64, info.bytes);
     }
-    // Every shard written is listed: the manifest's, a partition, or a
-    // refine block that a partition lists.
+    // Every shard written is listed: the manifest's, a text shard that the
+    // text directory lists, a partition, or a refine block that a partition
+    // lists.
     let blocks = w.corpus.partitioned.as_ref().unwrap().blocks();
     assert!(blocks >= all, "{blocks} blocks");
     assert_eq!(
         s.files.len(),
-        m.shards.len() + all + blocks,
+        m.shards.len() + s.text.len() + all + blocks,
         "partition shards and blocks are written beside the listed ones"
     );
     // Without ivf_probe, the site keeps one vectors shard.

@@ -152,7 +152,7 @@ impl Engine {
 
     /// Retrieve for a question. `query_vector` is the embedded
     /// [`Engine::query_text`] (omit it for keyword and structure only).
-    /// Returns JSON `{need_keyword: [{position, name, bytes}],
+    /// Returns JSON `{need_keyword: [{position, name, bytes, sha256}],
     /// need_partitions: [{partition, name, bytes, sha256}], need_blocks:
     /// [{block, name, bytes, sha256}]}` when the keyword shards of some
     /// query terms (postings runs, or the qualified names), the codes of
@@ -160,9 +160,11 @@ impl Engine {
     /// fetched first (hand them to [`Engine::add_keyword_shard`],
     /// [`Engine::add_partition`] and
     /// [`Engine::add_block`] and search again), else `{chunks:
-    /// [...], files, missing: [{position, name, bytes}]}`: `missing` lists
-    /// the text shards to fetch and hand to [`Engine::add_text`] before
-    /// [`Engine::cards`] and [`Engine::prompt`] show their text.
+    /// [...], files, missing: [{position, name, bytes, sha256}]}`:
+    /// `missing` lists the text shards to fetch and hand to
+    /// [`Engine::add_text`] before [`Engine::cards`] and [`Engine::prompt`]
+    /// show their text (the text directory alone, until it is loaded: then
+    /// ask [`Engine::missing_text`] again).
     pub fn search(
         &mut self,
         question: &str,
@@ -224,8 +226,10 @@ impl Engine {
     }
 
     /// The text shards still missing for these chunks (`[{position, name,
-    /// bytes}]` as JSON), so a page can load the text of the cards in view
-    /// first and the rest on demand.
+    /// bytes, sha256}]` as JSON), so a page can load the text of the cards
+    /// in view first and the rest on demand. Until the text directory is
+    /// loaded, that directory alone: add it with [`Engine::add_text`], then
+    /// ask again.
     #[wasm_bindgen(js_name = missingText)]
     pub fn missing_text(&self, chunks: Vec<u32>) -> String {
         self.shard_refs(self.index.missing_text(&chunks))
@@ -241,7 +245,8 @@ impl Engine {
             .map_err(|e| js_error("index keyword shard", e))
     }
 
-    /// Add a text shard's bytes (`position` from `missing`).
+    /// Add a text shard's or the text directory's bytes (`position` from
+    /// `missing`).
     #[wasm_bindgen(js_name = addText)]
     pub fn add_text(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
         self.index
@@ -366,14 +371,15 @@ impl Engine {
 }
 
 impl Engine {
-    /// `[{position, name, bytes}]` of shards by manifest position: what the
-    /// worker fetches and hands back.
+    /// `[{position, name, bytes, sha256}]` of shards by manifest position:
+    /// what the worker fetches, checks and hands back (the text shards are
+    /// listed in the text directory, not in the manifest the worker read).
     fn shard_refs(&self, positions: Vec<usize>) -> Value {
         positions
             .into_iter()
             .map(|p| {
                 let s = &self.index.manifest.shards[p];
-                json!({"position": p, "name": s.name, "bytes": s.bytes})
+                json!({"position": p, "name": s.name, "bytes": s.bytes, "sha256": s.sha256})
             })
             .collect()
     }

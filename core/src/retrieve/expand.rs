@@ -206,9 +206,14 @@ pub(super) fn supplementary(
     let mut referenced: BTreeMap<u32, u32> = BTreeMap::new(); // file -> referencing chunk
     for p in chosen.iter().filter(|c| c.role == Role::Primary) {
         let c = &data.chunks[p.chunk as usize];
-        if let Some(f) = corpus.file_of_chunk(p.chunk) {
-            for inc in &data.files[f as usize].includes {
-                if let Some(r) = inc.resolved {
+        // The files its file includes, through the graph's include edges
+        // (one per resolved `#include`; the web layout ships no directives).
+        let file_entity = corpus
+            .file_of_chunk(p.chunk)
+            .and_then(|f| corpus.file_entity.get(f as usize).copied().flatten());
+        for (k, t) in file_entity.map_or(&[][..], |fe| &corpus.out_edges[fe as usize]) {
+            if *k == EdgeKind::Includes {
+                if let Some(r) = data.entities[*t as usize].file {
                     referenced.entry(r).or_insert(p.chunk);
                 }
             }

@@ -21,11 +21,16 @@ use crate::text::estimate_tokens;
 /// Marks a qualified name that the code follows directly with `(`.
 const CALLED: u32 = 1 << 31;
 
+/// A chunk with at least this many non-blank code lines has substance
+/// (it ranks a little higher, [`crate::retrieve`]'s quality filter).
+pub const SUBSTANTIAL_LINES: usize = 3;
+
 /// Text facts of one chunk.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChunkFeatures {
-    /// Code lines that are not blank.
-    pub nonblank_lines: u32,
+    /// At least [`SUBSTANTIAL_LINES`] of its code lines are not blank
+    /// (the only use of its line count that ranking makes).
+    pub substantial: bool,
     /// A one-line declaration without a body (`class X;`, a prototype).
     pub trivial_declaration: bool,
     /// Its entity has a non-empty gloss.
@@ -145,7 +150,11 @@ impl TextFeatures {
                 qualified.sort_unstable();
                 qualified.dedup();
                 ChunkFeatures {
-                    nonblank_lines: code.lines().filter(|l| !l.trim().is_empty()).count() as u32,
+                    substantial: code
+                        .lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .nth(SUBSTANTIAL_LINES - 1)
+                        .is_some(),
                     trivial_declaration: is_trivial_declaration(code),
                     has_gloss: !gloss.is_empty(),
                     documented: *documented,
@@ -292,7 +301,8 @@ mod tests {
                 "{term} {called}"
             );
         }
-        assert_eq!(f.of(0).nonblank_lines, 2);
+        // Two non-blank lines.
+        assert!(!f.of(0).substantial);
         assert!(!f.of(0).trivial_declaration);
     }
 }

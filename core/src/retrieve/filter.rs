@@ -15,9 +15,8 @@ const OTHER_GLOSS_QUALITY: i32 = 1;
 const DOCUMENTED_QUALITY: i32 = 1;
 /// Quality of a file, module or call-chain summary.
 const SUMMARY_QUALITY: i32 = 2;
-/// A chunk with at least this many non-blank lines has substance ...
-const SUBSTANTIAL_LINES: u32 = 3;
-/// ... and this much more quality.
+/// Quality of a chunk with substance
+/// ([`super::features::SUBSTANTIAL_LINES`] non-blank lines or more).
 const SUBSTANTIAL_QUALITY: i32 = 1;
 /// Quality lost by a chunk whose gloss was skipped as low-information.
 const LOW_INFORMATION_QUALITY: i32 = 2;
@@ -74,7 +73,7 @@ fn quality(corpus: &Corpus, c: &Chunk) -> i32 {
     ) {
         q += SUMMARY_QUALITY;
     }
-    if f.nonblank_lines >= SUBSTANTIAL_LINES {
+    if f.substantial {
         q += SUBSTANTIAL_QUALITY;
     }
     if e.gloss.source == GlossSource::SkippedLowInformation {

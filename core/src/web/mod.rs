@@ -46,12 +46,14 @@ mod postings;
 mod qualified;
 mod shard;
 mod tables;
+mod textdir;
 mod vectors;
 pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
 use shard::{decode_shard, encode_shard, shard, wrap_shard};
 pub use shard::{open_shard, shard_hash, shard_hash_hex, ShardHash, SHARD_HASH_BYTES};
 pub use tables::Tables;
+pub use textdir::{text_directory_shard, TextDirectory};
 pub use vectors::{PartitionShard, Points, VectorDirectory};
 
 /// Magic number at the start of every shard.
@@ -68,11 +70,14 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// names are predicted from their parents and files and qualified names
 /// from the stored parent symbols, parents are steps from the entity
 /// before's parent, a later part's first line a step from the end of the
-/// part before, non-blank line counts steps from line counts, document
-/// lengths one byte each ([`crate::lexical::length_code`]), refine blocks
-/// hold [`crate::retrieve::REFINE_BLOCK`] = 4 vectors, and the search
-/// shard drops the token estimates and the edges the entities imply).
-pub const WEB_FORMAT_VERSION: u32 = 9;
+/// part before, non-blank line counts steps from line counts, refine
+/// blocks hold [`crate::retrieve::REFINE_BLOCK`] = 4 vectors, and the
+/// search shard drops the token estimates and the edges the entities
+/// imply; 10: document lengths are one byte each,
+/// [`crate::lexical::length_code`], a chunk's non-blank line count is one
+/// flag, [`crate::retrieve::features::SUBSTANTIAL_LINES`], and files carry
+/// no `#include` directives: retrieval follows the include edges).
+pub const WEB_FORMAT_VERSION: u32 = 10;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
@@ -111,6 +116,9 @@ pub enum ShardKind {
     Block,
     /// [`QualifiedShard`]: the qualified names chunk code writes.
     Qualified,
+    /// [`TextDirectory`]: the text shards, listed there instead of in the
+    /// manifest.
+    TextDirectory,
 }
 
 impl ShardKind {
@@ -124,6 +132,7 @@ impl ShardKind {
             ShardKind::Partition => 6,
             ShardKind::Block => 7,
             ShardKind::Qualified => 8,
+            ShardKind::TextDirectory => 9,
         }
     }
 
@@ -138,11 +147,12 @@ impl ShardKind {
             ShardKind::Partition => "partition",
             ShardKind::Block => "vecblock",
             ShardKind::Qualified => "qualified",
+            ShardKind::TextDirectory => "textdir",
         }
     }
 
     /// Every kind.
-    pub const ALL: [ShardKind; 8] = [
+    pub const ALL: [ShardKind; 9] = [
         ShardKind::Search,
         ShardKind::Postings,
         ShardKind::Qualified,
@@ -150,6 +160,7 @@ impl ShardKind {
         ShardKind::VectorDirectory,
         ShardKind::Partition,
         ShardKind::Block,
+        ShardKind::TextDirectory,
         ShardKind::Text,
     ];
 }
@@ -416,6 +427,8 @@ impl EntityText {
 pub struct SiteIndex {
     /// `codegloss.json` (without model files; the writer adds them).
     pub manifest: WebManifest,
+    /// The text shards, as the text directory lists them.
+    pub text: Vec<ShardInfo>,
     /// `(path, bytes)` of every shard.
     pub files: Vec<(String, Vec<u8>)>,
 }
@@ -505,7 +518,9 @@ pub fn build_site_index_with(
         shards.push((info, bytes));
         first = end;
     }
-    // Text shards: consecutive chunk runs of about TEXT_SHARD_RAW_BYTES.
+    // Text shards: consecutive chunk runs of about TEXT_SHARD_RAW_BYTES,
+    // listed in the text directory, which the manifest lists.
+    let mut texts = Vec::new();
     let mut first_chunk_of: BTreeMap<u32, u32> = BTreeMap::new();
     for c in &data.chunks {
         first_chunk_of.entry(c.entity).or_insert(c.id);
@@ -534,7 +549,7 @@ pub fn build_site_index_with(
         }
         if raw >= TEXT_SHARD_RAW_BYTES || i + 1 == total {
             let done = std::mem::take(&mut current);
-            shards.push(shard(
+            texts.push(shard(
                 ShardKind::Text,
                 encode_shard(ShardKind::Text, &done)?,
                 Some([start, c.id]),
@@ -542,6 +557,9 @@ pub fn build_site_index_with(
             raw = 0;
         }
     }
+    let (text, text_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = texts.into_iter().unzip();
+    shards.push(text_directory_shard(&text)?);
+    // The text directory's hash covers every text shard's.
     let build_id = sha256_hex(
         shards
             .iter()
@@ -554,8 +572,9 @@ pub fn build_site_index_with(
     let (infos, bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = shards.into_iter().unzip();
     let files = infos
         .iter()
+        .chain(&text)
         .map(|s| s.name.clone())
-        .zip(bytes)
+        .zip(bytes.into_iter().chain(text_bytes))
         .chain(partitions)
         .collect();
     Ok(SiteIndex {
@@ -571,6 +590,7 @@ pub fn build_site_index_with(
             shards: infos,
             retrieval: manifest.retrieval.clone().unwrap_or_default(),
         },
+        text,
         files,
     })
 }
@@ -620,6 +640,16 @@ impl WebIndex {
         if manifest.shards_of(ShardKind::Qualified).count() != 1 {
             return Err(CoreError::Manifest {
                 message: format!("{WEB_MANIFEST}: not exactly one qualified-names shard listed"),
+            });
+        }
+        // The text shards arrive listed in the text directory.
+        if manifest.shards_of(ShardKind::TextDirectory).count() != 1
+            || manifest.shards_of(ShardKind::Text).next().is_some()
+        {
+            return Err(CoreError::Manifest {
+                message: format!(
+                    "{WEB_MANIFEST}: not exactly one text directory, or text shards listed beside it"
+                ),
             });
         }
         let doc_len = s.doc_len.iter().map(|&c| length_of_code(c)).collect();
@@ -695,54 +725,5 @@ impl WebIndex {
     /// Whether vectors are loaded (all of them, or their directory).
     pub fn has_vectors(&self) -> bool {
         self.corpus.vectors.is_some() || self.corpus.partitioned.is_some()
-    }
-
-    /// Positions (in the manifest's shard list) of the text shards still
-    /// needed to show these chunks with their code and glosses.
-    pub fn missing_text(&self, chunks: &[u32]) -> Vec<usize> {
-        let mut need = BTreeSet::new();
-        for &c in chunks {
-            let Some(chunk) = self.corpus.data.chunks.get(c as usize) else {
-                continue;
-            };
-            let first = self.corpus.first_chunk(chunk.entity).unwrap_or(c);
-            for id in [c, first] {
-                if let Some(s) = self.shard_covering(ShardKind::Text, id) {
-                    if !self.loaded.contains(&s) {
-                        need.insert(s);
-                    }
-                }
-            }
-        }
-        need.into_iter().collect()
-    }
-
-    /// Add a text shard (its position in the manifest's shard list).
-    pub fn add_text(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
-        let info = self.shard_at(position, ShardKind::Text)?;
-        let t: TextShard = decode_shard(&info, bytes)?;
-        let data = &mut self.corpus.data;
-        let bad = |what: &str, id: u32| CoreError::Inconsistent {
-            file: info.name.clone(),
-            message: format!("{what} {id} is outside the index"),
-        };
-        for text in t.chunks {
-            let id = text.id;
-            text.restore(
-                data.chunks
-                    .get_mut(id as usize)
-                    .ok_or_else(|| bad("chunk", id))?,
-            );
-        }
-        for text in t.entities {
-            let id = text.id;
-            text.restore(
-                data.entities
-                    .get_mut(id as usize)
-                    .ok_or_else(|| bad("entity", id))?,
-            );
-        }
-        self.loaded.insert(position);
-        Ok(())
     }
 }

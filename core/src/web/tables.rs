@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
 use crate::model::{
-    Chunk, CodeFrame, Edge, Entity, EntityKind, Gloss, GlossSource, Include, Language, Scope,
-    SourceFile, SourceType,
+    Chunk, CodeFrame, Edge, Entity, EntityKind, Gloss, GlossSource, Language, Scope, SourceFile,
+    SourceType,
 };
 use crate::retrieve::features::{ChunkFeatures, TextFeatures};
 use crate::text::{base_name, file_name};
@@ -27,8 +27,10 @@ use crate::text::{base_name, file_name};
 use super::columns::{opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn};
 use super::edges::EdgeColumns;
 
-/// Files, without their hashes, parse statistics or warnings (nothing in
-/// the browser reads them; the manifest's build id identifies the index).
+/// Files, without their hashes, parse statistics, warnings or `#include`
+/// directives (nothing in the browser reads them: the manifest's build id
+/// identifies the index, and retrieval follows a file's includes through
+/// the graph's include edges).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileColumns {
     path: DiffColumn,
@@ -38,7 +40,6 @@ pub struct FileColumns {
     module: DiffColumn,
     bytes: Vec<u64>,
     lines: Vec<u32>,
-    includes: Vec<Vec<Include>>,
 }
 
 /// Entities without their display fields (those travel in text shards).
@@ -85,9 +86,8 @@ pub struct ChunkColumns {
 /// codebase they were 55 KB of the search shard).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeatureColumns {
-    /// Steps from the chunk's line count.
-    nonblank_lines: Vec<u64>,
-    /// Bit 0: trivial declaration; bit 1: has a gloss; bit 2: documented.
+    /// Bit 0: trivial declaration; bit 1: has a gloss; bit 2: documented;
+    /// bit 3: substantial.
     flags: Vec<u8>,
 }
 
@@ -238,7 +238,6 @@ impl Tables {
             f.module.push(previous_module, &file.module);
             f.bytes.push(file.bytes);
             f.lines.push(file.lines);
-            f.includes.push(file.includes.clone());
             previous = &file.path;
             previous_module = &file.module;
         }
@@ -329,14 +328,12 @@ impl Tables {
         t.edges = EdgeColumns::pack(entities, edges);
 
         let fe = &mut t.features;
-        for (i, c) in features.chunks.iter().enumerate() {
-            // As a step from the chunk's line count: the blank lines.
-            let lines = t.chunks.line_count.get(i).copied().unwrap_or(0);
-            fe.nonblank_lines.push(step(lines, c.nonblank_lines));
+        for c in &features.chunks {
             fe.flags.push(
                 u8::from(c.trivial_declaration)
                     | (u8::from(c.has_gloss) << 1)
-                    | (u8::from(c.documented) << 2),
+                    | (u8::from(c.documented) << 2)
+                    | (u8::from(c.substantial) << 3),
             );
         }
         Ok(t)
@@ -382,7 +379,6 @@ impl Tables {
                 f.module.len(),
                 f.bytes.len(),
                 f.lines.len(),
-                f.includes.len(),
             ],
             n,
             "file",
@@ -406,7 +402,7 @@ impl Tables {
                 sha256: String::new(),
                 bytes: f.bytes[i],
                 lines: f.lines[i],
-                includes: f.includes[i].clone(),
+                includes: Vec::new(),
                 parse: None,
                 warnings: Vec::new(),
             });
@@ -565,24 +561,24 @@ impl Tables {
         let edges = self.edges.unpack(&entities)?;
 
         let fe = &self.features;
-        let n = fe.nonblank_lines.len();
-        if fe.flags.len() != n {
-            return Err(CoreError::malformed("the feature columns differ in length"));
+        if fe.flags.len() != chunks.len() {
+            return Err(CoreError::malformed(
+                "the feature flags and the chunks differ in length",
+            ));
         }
-        let chunks_features = (0..n)
-            .map(|i| {
-                let lines = ch.line_count.get(i).copied().unwrap_or(0);
-                Ok(ChunkFeatures {
-                    nonblank_lines: unstep(lines, fe.nonblank_lines[i], "non-blank lines")?,
-                    trivial_declaration: fe.flags[i] & 1 != 0,
-                    has_gloss: fe.flags[i] & 2 != 0,
-                    documented: fe.flags[i] & 4 != 0,
-                    // Not shipped: only native reports read it.
-                    tokens: 0,
-                    qualified: Vec::new(),
-                })
+        let chunks_features = fe
+            .flags
+            .iter()
+            .map(|&f| ChunkFeatures {
+                trivial_declaration: f & 1 != 0,
+                has_gloss: f & 2 != 0,
+                documented: f & 4 != 0,
+                substantial: f & 8 != 0,
+                // Not shipped: only native reports read it.
+                tokens: 0,
+                qualified: Vec::new(),
             })
-            .collect::<Result<Vec<_>, CoreError>>()?;
+            .collect();
 
         Ok(Decoded {
             files,

@@ -11,7 +11,9 @@ pub mod serve;
 
 use std::path::{Path, PathBuf};
 
-use codegloss_core::web::{build_site_index, ModelFile, ShardKind, WebManifest, WEB_MANIFEST};
+use codegloss_core::web::{
+    build_site_index, ModelFile, ShardInfo, ShardKind, WebManifest, WEB_MANIFEST,
+};
 
 use crate::embed::ModelFiles;
 use crate::error::IndexError;
@@ -28,6 +30,8 @@ const GENERATOR_MARK: &str = r#"<meta name="generator" content="codegloss">"#;
 pub struct SiteReport {
     /// The web manifest written.
     pub manifest: WebManifest,
+    /// The text shards its text directory lists.
+    pub text: Vec<ShardInfo>,
     /// Bytes of every file in the site folder codegloss wrote.
     pub total_bytes: u64,
     /// Shards written (not already present).
@@ -320,6 +324,7 @@ pub fn write_site(
     }
     Ok(SiteReport {
         manifest: site.manifest,
+        text: site.text,
         total_bytes: total,
         shards_written,
         shards_removed,
@@ -333,8 +338,13 @@ pub fn describe(report: &SiteReport) -> String {
     let parts: Vec<String> = ShardKind::ALL
         .iter()
         .filter_map(|&k| {
-            let n = m.shards_of(k).count();
-            (n > 0).then(|| format!("{} {} ({} KiB)", n, k.as_str(), m.bytes_of(k) / 1024))
+            let (n, bytes) = if k == ShardKind::Text {
+                let t = &report.text;
+                (t.len(), t.iter().map(|s| s.bytes).sum::<u64>())
+            } else {
+                (m.shards_of(k).count(), m.bytes_of(k))
+            };
+            (n > 0).then(|| format!("{} {} ({} KiB)", n, k.as_str(), bytes / 1024))
         })
         .collect();
     let model = match &report.no_model {

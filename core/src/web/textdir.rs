@@ -1,0 +1,236 @@
+//! The text directory: the list of text shards (hash, size and chunk run
+//! of each), one shard of its own that the manifest lists in their place.
+//!
+//! It exists because a browser needs that list only to show text, after
+//! its first results, while the manifest is fetched before them: listed in
+//! the manifest, the text shards were half of its bytes on a large codebase
+//! (559 of 1,027 entries, each with a hash that does not compress). Here
+//! each costs its 16-byte hash and two small numbers, and arrives with the
+//! first text a question shows. The loading of text shards through it
+//! ([`WebIndex::missing_text`], [`WebIndex::add_text`]) lives here too.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CoreError;
+
+use super::shard::{decode_shard, encode_shard, shard, ShardHash, SHARD_HASH_BYTES};
+use super::{ShardInfo, ShardKind, TextShard, WebIndex};
+
+/// The text shards, in chunk order: shard `i` covers the `chunks[i]`
+/// chunks that follow those of the shards before it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TextDirectory {
+    /// Each shard's [`ShardHash`].
+    hashes: Vec<ShardHash>,
+    /// Each shard's size in bytes.
+    bytes: Vec<u64>,
+    /// How many chunks each shard covers.
+    chunks: Vec<u32>,
+}
+
+impl TextDirectory {
+    /// The directory of text shards that cover the chunks from 0 on, each
+    /// run following the one before.
+    pub(super) fn pack(shards: &[ShardInfo]) -> Result<Self, CoreError> {
+        let mut d = TextDirectory::default();
+        let mut next = 0u32;
+        for s in shards {
+            let (Some([first, last]), ShardKind::Text) = (s.chunks, s.kind) else {
+                return Err(CoreError::malformed(format!(
+                    "{}: not a text shard with a chunk run",
+                    s.name
+                )));
+            };
+            if first != next || last < first {
+                return Err(CoreError::malformed(format!(
+                    "{}: covers chunks {first}-{last} after chunk {next}",
+                    s.name
+                )));
+            }
+            let mut hash = [0u8; SHARD_HASH_BYTES];
+            hex::decode_to_slice(&s.sha256, &mut hash)
+                .map_err(|e| CoreError::malformed(format!("{}: hash {}: {e}", s.name, s.sha256)))?;
+            d.hashes.push(hash);
+            d.bytes.push(s.bytes);
+            d.chunks.push(last - first + 1);
+            next = last + 1;
+        }
+        Ok(d)
+    }
+
+    /// The text shards as the manifest would list them; they must cover
+    /// exactly `chunks` chunks.
+    pub(super) fn unpack(&self, chunks: usize) -> Result<Vec<ShardInfo>, CoreError> {
+        let n = self.hashes.len();
+        if self.bytes.len() != n || self.chunks.len() != n {
+            return Err(CoreError::malformed(
+                "the text directory's columns differ in length",
+            ));
+        }
+        let mut out = Vec::with_capacity(n);
+        let mut next = 0u64;
+        for ((hash, &bytes), &count) in self.hashes.iter().zip(&self.bytes).zip(&self.chunks) {
+            let last = next + u64::from(count);
+            if count == 0 || last > chunks as u64 {
+                return Err(CoreError::malformed(format!(
+                    "the text directory lists {count} chunks after chunk {next} of {chunks}"
+                )));
+            }
+            let sha256 = hex::encode(hash);
+            out.push(ShardInfo {
+                kind: ShardKind::Text,
+                name: format!("shards/{}-{sha256}.bin", ShardKind::Text.as_str()),
+                bytes,
+                sha256,
+                // Both below `chunks`, a u32 count.
+                chunks: Some([next as u32, (last - 1) as u32]),
+                terms: None,
+                first_term: None,
+            });
+            next = last;
+        }
+        if next != chunks as u64 {
+            return Err(CoreError::malformed(format!(
+                "the text directory covers {next} of {chunks} chunks"
+            )));
+        }
+        Ok(out)
+    }
+}
+
+/// The text directory of these text shards (in chunk order, covering the
+/// chunks from 0 on), as a shard with its manifest entry.
+pub fn text_directory_shard(text: &[ShardInfo]) -> Result<(ShardInfo, Vec<u8>), CoreError> {
+    let directory = TextDirectory::pack(text)?;
+    Ok(shard(
+        ShardKind::TextDirectory,
+        encode_shard(ShardKind::TextDirectory, &directory)?,
+        None,
+    ))
+}
+
+impl WebIndex {
+    /// Positions (in the manifest's shard list) of the text shards still
+    /// needed to show these chunks with their code and glosses: the text
+    /// directory's alone while it is not loaded (its shards then join the
+    /// list, so ask again).
+    pub fn missing_text(&self, chunks: &[u32]) -> Vec<usize> {
+        let known = chunks
+            .iter()
+            .any(|&c| (c as usize) < self.corpus.data.chunks.len());
+        if known && self.manifest.shards_of(ShardKind::Text).next().is_none() {
+            return self
+                .manifest
+                .shards_of(ShardKind::TextDirectory)
+                .map(|(p, _)| p)
+                .take(1)
+                .collect();
+        }
+        let mut need = BTreeSet::new();
+        for &c in chunks {
+            let Some(chunk) = self.corpus.data.chunks.get(c as usize) else {
+                continue;
+            };
+            let first = self.corpus.first_chunk(chunk.entity).unwrap_or(c);
+            for id in [c, first] {
+                if let Some(s) = self.shard_covering(ShardKind::Text, id) {
+                    if !self.loaded.contains(&s) {
+                        need.insert(s);
+                    }
+                }
+            }
+        }
+        need.into_iter().collect()
+    }
+
+    /// Add a text shard, or the text directory (its position in the
+    /// manifest's shard list, from [`WebIndex::missing_text`]).
+    pub fn add_text(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+        if self.manifest.shards.get(position).map(|s| s.kind) == Some(ShardKind::TextDirectory) {
+            return self.add_text_directory(position, bytes);
+        }
+        let info = self.shard_at(position, ShardKind::Text)?;
+        let t: TextShard = decode_shard(&info, bytes)?;
+        let data = &mut self.corpus.data;
+        let bad = |what: &str, id: u32| CoreError::Inconsistent {
+            file: info.name.clone(),
+            message: format!("{what} {id} is outside the index"),
+        };
+        for text in t.chunks {
+            let id = text.id;
+            text.restore(
+                data.chunks
+                    .get_mut(id as usize)
+                    .ok_or_else(|| bad("chunk", id))?,
+            );
+        }
+        for text in t.entities {
+            let id = text.id;
+            text.restore(
+                data.entities
+                    .get_mut(id as usize)
+                    .ok_or_else(|| bad("entity", id))?,
+            );
+        }
+        self.loaded.insert(position);
+        Ok(())
+    }
+
+    /// Add the text directory: its text shards join the manifest's list
+    /// (once; a second copy changes nothing).
+    fn add_text_directory(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+        let info = self.shard_at(position, ShardKind::TextDirectory)?;
+        let d: TextDirectory = decode_shard(&info, bytes)?;
+        let text = d
+            .unpack(self.corpus.data.chunks.len())
+            .map_err(|e| e.in_file(&info.name))?;
+        if self.manifest.shards_of(ShardKind::Text).next().is_none() {
+            self.manifest.shards.extend(text);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(first: u32, last: u32, fill: u8) -> ShardInfo {
+        let sha256 = hex::encode([fill; SHARD_HASH_BYTES]);
+        ShardInfo {
+            kind: ShardKind::Text,
+            name: format!("shards/text-{sha256}.bin"),
+            bytes: 100 + u64::from(fill),
+            sha256,
+            chunks: Some([first, last]),
+            terms: None,
+            first_term: None,
+        }
+    }
+
+    #[test]
+    fn round_trips_and_checks_its_coverage() {
+        let shards = vec![text(0, 4, 1), text(5, 5, 2), text(6, 9, 3)];
+        let d = TextDirectory::pack(&shards).unwrap();
+        assert_eq!(d.unpack(10).unwrap(), shards);
+        // Too few or too many chunks for the index.
+        assert!(d.unpack(9).is_err());
+        assert!(d.unpack(11).is_err());
+        // A gap, an overlap or another kind is refused when packing.
+        assert!(TextDirectory::pack(&[text(0, 4, 1), text(6, 9, 3)]).is_err());
+        assert!(TextDirectory::pack(&[text(0, 4, 1), text(4, 9, 3)]).is_err());
+        let mut other = text(0, 9, 1);
+        other.kind = ShardKind::Postings;
+        assert!(TextDirectory::pack(&[other]).is_err());
+        // Columns of different lengths or an empty run decode to errors.
+        let mut bad = d.clone();
+        bad.bytes.pop();
+        assert!(bad.unpack(10).is_err());
+        let mut empty = d;
+        empty.chunks[1] = 0;
+        empty.chunks[2] += 1;
+        assert!(empty.unpack(10).is_err());
+    }
+}
