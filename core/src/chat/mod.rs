@@ -130,7 +130,10 @@ impl From<Completion> for ChatResult {
     fn from(c: Completion) -> Self {
         let cut = repeat::first_repetition(&c.text);
         ChatResult {
-            text: cut.map_or(c.text.clone(), |at| cut_answer(&c.text, at)),
+            text: match cut {
+                Some(at) => cut_answer(&c.text, at),
+                None => c.text,
+            },
             prompt_tokens: c.prompt_tokens,
             completion_tokens: c.completion_tokens,
             streamed: false,
