@@ -87,11 +87,15 @@ pub const WEB_MANIFEST: &str = "codegloss.json";
 /// smallest first and later downloads on both the small and the large
 /// codebase, although the manifest lists four times the shards.
 pub const POSTINGS_PER_SHARD: usize = 3_000;
-/// Uncompressed bytes of chunk text per text shard (64 KiB; on IPPL the
-/// shards travel as 10 KB on average, 19 KB at most). A question's six
-/// evidence cards usually lie in several shards, so this bounds the bytes
-/// a later question costs.
-pub const TEXT_SHARD_RAW_BYTES: usize = 64 * 1024;
+/// Uncompressed bytes of chunk text per text shard. A question's six
+/// evidence cards usually lie in six shards, so this bounds the bytes a
+/// later question costs. 32 KiB against 64 KiB, measured by `cargo xtask
+/// bench site`: later questions on Kokkos p50 / p95 65 / 105 KB -> 45 / 72
+/// KB, on IPPL 27 / 55 -> 24 / 39 KB; the text directory doubles (Kokkos
+/// 11.6 -> 22.3 KB), but it is fetched once, after the first results, and
+/// the first results with their text cost about the same (766.5 -> 769.0 KB
+/// on Kokkos, 468.9 -> 455.7 KB on IPPL).
+pub const TEXT_SHARD_RAW_BYTES: usize = 32 * 1024;
 
 /// What a shard holds.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

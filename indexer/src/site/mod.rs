@@ -12,7 +12,7 @@ pub mod serve;
 use std::path::{Path, PathBuf};
 
 use codegloss_core::web::{
-    build_site_index, ModelFile, ShardInfo, ShardKind, WebManifest, WEB_MANIFEST,
+    build_site_index, ModelFile, ShardInfo, ShardKind, WebManifest, SHARD_HASH_BYTES, WEB_MANIFEST,
 };
 
 use crate::embed::ModelFiles;
@@ -188,8 +188,10 @@ fn is_shard_name(name: &str) -> bool {
     let Some((kind, hash)) = stem.rsplit_once('-') else {
         return false;
     };
+    // A [`ShardHash`](codegloss_core::web::ShardHash) names shards since web
+    // format 9; older sites named them by the whole SHA-256.
     ShardKind::ALL.iter().any(|k| k.as_str() == kind)
-        && hash.len() == 64
+        && [2 * SHARD_HASH_BYTES, 64].contains(&hash.len())
         && hash.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
