@@ -117,10 +117,11 @@ pub(crate) fn run(args: PartitionsArgs) -> Result<()> {
         .manifest
         .shards
         .iter()
+        .chain(&site.text)
         .map(|s| s.name.as_str())
         .collect();
-    // Unlisted in the manifest: each partition's refine blocks, then the
-    // partition's shard, partition after partition.
+    // Unlisted in the manifest and the text directory: each partition's
+    // refine blocks, then the partition's shard, partition after partition.
     let (mut partition_sizes, mut block_sizes) = (Vec::new(), Vec::new());
     for (name, bytes) in site
         .files
