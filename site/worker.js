@@ -125,6 +125,14 @@ async function fetchBytes(url, { immutable, want = expected.get(url) }) {
   return bytes;
 }
 
+// A shard the engine names from a listing other than the manifest (the
+// vector directory, a partition's shard, the text directory), checked
+// against the size and hash that listing gives.
+function fetchListed(m) {
+  const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase() };
+  return fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
+}
+
 async function open(indexUrl) {
   await init();
   indexBase = new URL('.', indexUrl);
@@ -241,19 +249,10 @@ async function retrieveLoaded(query, vector) {
         const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
         engine.addKeywordShard(m.position, bytes);
       }),
-      // Listed in the vector directory, not the manifest: checked against
-      // the directory's size and hash.
-      ...r.need_partitions.map(async (m) => {
-        const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase() };
-        const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
-        engine.addPartition(m.partition, bytes);
-      }),
-      // Listed in a loaded partition's shard: checked against its hash.
-      ...r.need_blocks.map(async (m) => {
-        const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase() };
-        const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
-        engine.addBlock(m.block, bytes);
-      }),
+      // Listed in the vector directory, not the manifest.
+      ...r.need_partitions.map(async (m) => engine.addPartition(m.partition, await fetchListed(m))),
+      // Listed in a loaded partition's shard.
+      ...r.need_blocks.map(async (m) => engine.addBlock(m.block, await fetchListed(m))),
     ]);
   }
   throw new Error('the keyword postings and vector shards did not settle');
@@ -271,11 +270,7 @@ async function loadText(chunks) {
   for (let round = 0; round < 2; round++) {
     const missing = JSON.parse(engine.missingText(Uint32Array.from(chunks)));
     if (missing.length === 0) break;
-    await Promise.all(missing.map(async (m) => {
-      const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase() };
-      const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
-      engine.addText(m.position, bytes);
-    }));
+    await Promise.all(missing.map(async (m) => engine.addText(m.position, await fetchListed(m))));
     fetched += missing.length;
   }
   return fetched;

@@ -39,7 +39,9 @@ use codegloss_core::answer::{
 use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::sse::SseLines;
-use codegloss_core::web::{text_directory_shard, ShardKind, WebIndex, WebManifest, WEB_MAGIC};
+use codegloss_core::web::{
+    text_directory_shard, ShardInfo, ShardKind, WebIndex, WebManifest, WEB_MAGIC,
+};
 use codegloss_core::{DataKind, IndexData, Language, Manifest, VectorIndex};
 use codegloss_indexer::config::ParseConfig;
 use codegloss_indexer::{ingest::cpp, ingest::docs, Config};
@@ -448,9 +450,12 @@ pub fn web_shard(input: &[u8]) {
             let Some(i) = usize::from(*which).checked_rem(text.len()) else {
                 return;
             };
-            text[i].bytes = bytes.len() as u64;
-            text[i].sha256 = codegloss_core::web::shard_hash_hex(&bytes);
-            text[i].name = format!("shards/text-{}.bin", text[i].sha256);
+            text[i] = ShardInfo::hashed(
+                ShardKind::Text,
+                codegloss_core::web::shard_hash_hex(&bytes),
+                bytes.len() as u64,
+                text[i].chunks,
+            );
             let Ok((_, d)) = text_directory_shard(&text) else {
                 return;
             };

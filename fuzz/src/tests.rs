@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
-use codegloss_core::web::ShardInfo;
 
 /// A fuzz target's harness.
 type Harness = fn(&[u8]);

@@ -126,23 +126,28 @@ pub(super) fn decode_shard<T: DeserializeOwned>(
     Ok(value)
 }
 
+impl ShardInfo {
+    /// The entry of a shard of `kind` with this [`ShardHash`] (hex) and
+    /// size: named `shards/<kind>-<hash>.bin`, the one naming rule.
+    pub fn hashed(kind: ShardKind, sha256: String, bytes: u64, chunks: Option<[u32; 2]>) -> Self {
+        ShardInfo {
+            kind,
+            name: format!("shards/{}-{sha256}.bin", kind.as_str()),
+            bytes,
+            sha256,
+            chunks,
+            terms: None,
+            first_term: None,
+        }
+    }
+}
+
 /// A shard's manifest entry (named by its hash) with its bytes.
 pub(super) fn shard(
     kind: ShardKind,
     bytes: Vec<u8>,
     chunks: Option<[u32; 2]>,
 ) -> (ShardInfo, Vec<u8>) {
-    let sha256 = shard_hash_hex(&bytes);
-    (
-        ShardInfo {
-            kind,
-            name: format!("shards/{}-{sha256}.bin", kind.as_str()),
-            bytes: bytes.len() as u64,
-            sha256,
-            chunks,
-            terms: None,
-            first_term: None,
-        },
-        bytes,
-    )
+    let info = ShardInfo::hashed(kind, shard_hash_hex(&bytes), bytes.len() as u64, chunks);
+    (info, bytes)
 }

@@ -78,17 +78,13 @@ impl TextDirectory {
                     "the text directory lists {count} chunks after chunk {next} of {chunks}"
                 )));
             }
-            let sha256 = hex::encode(hash);
-            out.push(ShardInfo {
-                kind: ShardKind::Text,
-                name: format!("shards/{}-{sha256}.bin", ShardKind::Text.as_str()),
+            out.push(ShardInfo::hashed(
+                ShardKind::Text,
+                hex::encode(hash),
                 bytes,
-                sha256,
                 // Both below `chunks`, a u32 count.
-                chunks: Some([next as u32, (last - 1) as u32]),
-                terms: None,
-                first_term: None,
-            });
+                Some([next as u32, (last - 1) as u32]),
+            ));
             next = last;
         }
         if next != chunks as u64 {
@@ -198,16 +194,12 @@ mod tests {
     use super::*;
 
     fn text(first: u32, last: u32, fill: u8) -> ShardInfo {
-        let sha256 = hex::encode([fill; SHARD_HASH_BYTES]);
-        ShardInfo {
-            kind: ShardKind::Text,
-            name: format!("shards/text-{sha256}.bin"),
-            bytes: 100 + u64::from(fill),
-            sha256,
-            chunks: Some([first, last]),
-            terms: None,
-            first_term: None,
-        }
+        ShardInfo::hashed(
+            ShardKind::Text,
+            hex::encode([fill; SHARD_HASH_BYTES]),
+            100 + u64::from(fill),
+            Some([first, last]),
+        )
     }
 
     #[test]

@@ -48,18 +48,7 @@ fn listed(kind: ShardKind, sizes: &[u64], hashes: &[ShardHash]) -> Vec<ShardInfo
     sizes
         .iter()
         .zip(hashes)
-        .map(|(&bytes, hash)| {
-            let sha256 = hex::encode(hash);
-            ShardInfo {
-                kind,
-                name: format!("shards/{}-{sha256}.bin", kind.as_str()),
-                bytes,
-                sha256,
-                chunks: None,
-                terms: None,
-                first_term: None,
-            }
-        })
+        .map(|(&bytes, hash)| ShardInfo::hashed(kind, hex::encode(hash), bytes, None))
         .collect()
 }
 
