@@ -234,28 +234,35 @@ function startSemantic() {
   return semanticLoad;
 }
 
+// Fetch and hand to the engine what a search or a prompt lacked: shards
+// listed in the manifest (postings runs, the qualified names, edges), the
+// codes of probed vector partitions, the vectors of refined chunks.
+async function fetchNeeded(r) {
+  await Promise.all([
+    ...r.need_shards.map(async (m) => {
+      const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
+      engine.addShard(m.position, bytes);
+    }),
+    // Listed in the vector directory, not the manifest.
+    ...r.need_partitions.map(async (m) => engine.addPartition(m.partition, await fetchListed(m))),
+    // Listed in a loaded partition's shard.
+    ...r.need_blocks.map(async (m) => engine.addBlock(m.block, await fetchListed(m))),
+  ]);
+}
+
 // Retrieve, fetching first what is not loaded yet: the keyword postings
-// of the query's terms, the codes of the vector partitions it probes, then
-// the vectors of the few chunks it refines; `ms` is the time of the final
-// retrieval.
+// of the query's terms, the codes of the vector partitions it probes, the
+// vectors of the few chunks it refines, then the edges of the entities its
+// expansion follows; `ms` is the time of the final retrieval.
 async function retrieveLoaded(query, vector) {
   for (let round = 0; round < 8; round++) {
     const t = performance.now();
     const r = JSON.parse(engine.search(query, undefined, vector));
     const ms = performance.now() - t;
-    if (!r.need_keyword) return { result: r, ms };
-    await Promise.all([
-      ...r.need_keyword.map(async (m) => {
-        const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
-        engine.addKeywordShard(m.position, bytes);
-      }),
-      // Listed in the vector directory, not the manifest.
-      ...r.need_partitions.map(async (m) => engine.addPartition(m.partition, await fetchListed(m))),
-      // Listed in a loaded partition's shard.
-      ...r.need_blocks.map(async (m) => engine.addBlock(m.block, await fetchListed(m))),
-    ]);
+    if (!r.need_shards) return { result: r, ms };
+    await fetchNeeded(r);
   }
-  throw new Error('the keyword postings and vector shards did not settle');
+  throw new Error('the keyword postings, edge and vector shards did not settle');
 }
 
 // Cards whose text (gloss, code) is fetched with the results; the text of
@@ -312,10 +319,17 @@ async function handleText(id) {
 // The answer prompt of the last search, with core's answer defaults. The
 // context completes chunks into whole units (the rest of a class, a
 // section's subsections, a file's text): their text is loaded first.
+// The context may look up the edges of entities not loaded yet: those
+// are fetched, and the prompt built again.
 async function lastPrompt() {
-  await loadText(JSON.parse(engine.contextChunks()));
   const defaults = JSON.parse(engine.answerDefaults());
-  return { prompt: JSON.parse(engine.prompt(defaults.context_tokens)), defaults };
+  for (let round = 0; round < 4; round++) {
+    await loadText(JSON.parse(engine.contextChunks()));
+    const prompt = JSON.parse(engine.prompt(defaults.context_tokens));
+    if (!prompt.need_shards) return { prompt, defaults };
+    await fetchNeeded(prompt);
+  }
+  throw new Error('the edge shards of the answer context did not settle');
 }
 
 async function handleAsk(id, query, settings) {

@@ -366,6 +366,7 @@ fn web_golden_files_decode_to_the_fixed_index() {
     for kind in [
         ShardKind::Postings,
         ShardKind::Qualified,
+        ShardKind::Edges,
         ShardKind::TextDirectory,
         ShardKind::Text,
     ] {
@@ -378,8 +379,8 @@ fn web_golden_files_decode_to_the_fixed_index() {
         for (position, info) in listed {
             let bytes = read(&dir, &info.name);
             match kind {
-                ShardKind::Postings | ShardKind::Qualified => {
-                    index.add_keyword_shard(position, &bytes)
+                ShardKind::Postings | ShardKind::Qualified | ShardKind::Edges => {
+                    index.add_shard(position, &bytes)
                 }
                 _ => index.add_text(position, &bytes),
             }

@@ -40,7 +40,7 @@ use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::sse::SseLines;
 use codegloss_core::web::{
-    text_directory_shard, ShardInfo, ShardKind, WebIndex, WebManifest, WEB_MAGIC,
+    text_directory_shard, Missing, ShardInfo, ShardKind, WebIndex, WebManifest, WEB_MAGIC,
 };
 use codegloss_core::{DataKind, IndexData, Language, Manifest, VectorIndex};
 use codegloss_indexer::config::ParseConfig;
@@ -333,21 +333,24 @@ fn drive_web<'a>(
         let q = question(&index.corpus, pick);
         let qv = index.has_vectors().then_some(qv.as_slice());
         let mut result = None;
-        // The engine answers `need_keyword` until a search is final.
-        for _ in 0..6 {
+        // The engine answers `need_shards` until a search is final.
+        for _ in 0..8 {
             let Ok(r) = retrieve(&index.corpus, &q, qv, &settings) else {
                 break;
             };
-            let need = index.missing_keyword_shards();
-            let partitions = index.missing_partitions();
-            let blocks = index.missing_blocks();
-            if need.is_empty() && partitions.is_empty() && blocks.is_empty() {
+            let missing = index.missing();
+            if missing.is_empty() {
                 result = Some(r);
                 break;
             }
+            let Missing {
+                shards: need,
+                partitions,
+                blocks,
+            } = missing;
             for p in need {
                 if let Some(bytes) = shard_bytes(&index, p) {
-                    let _ = index.add_keyword_shard(p, bytes);
+                    let _ = index.add_shard(p, bytes);
                 }
             }
             for p in partitions {
@@ -385,7 +388,21 @@ fn drive_web<'a>(
             let _ = (&c.code, &e.gloss.text, rc.to_json(&index.corpus, false));
         }
         let _ = (r.files(&index.corpus), r.context_tokens(&index.corpus));
-        let context = build_context_estimated(&index.corpus, &r, &q, 2000);
+        // The engine answers `need_shards` until the context's edges are
+        // loaded.
+        let mut context = build_context_estimated(&index.corpus, &r, &q, 2000);
+        for _ in 0..3 {
+            let missing = index.missing();
+            if missing.is_empty() {
+                break;
+            }
+            for p in missing.shards {
+                if let Some(bytes) = shard_bytes(&index, p) {
+                    let _ = index.add_shard(p, bytes);
+                }
+            }
+            context = build_context_estimated(&index.corpus, &r, &q, 2000);
+        }
         let _ = codegloss_core::answer::answer_template(&q).render(&q, &context);
     }
 }
@@ -423,6 +440,7 @@ pub fn web_shard(input: &[u8]) {
         ShardKind::VectorDirectory,
         ShardKind::Qualified,
         ShardKind::TextDirectory,
+        ShardKind::Edges,
     ];
     let kind = kinds[usize::from(sel & 0x7f) % kinds.len()];
     let (bytes, inflated) = if sel & 0x80 != 0 {

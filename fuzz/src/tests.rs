@@ -84,6 +84,7 @@ fn write_seeds() {
         ShardKind::VectorDirectory,
         ShardKind::Qualified,
         ShardKind::TextDirectory,
+        ShardKind::Edges,
     ]
     .into_iter()
     .enumerate()

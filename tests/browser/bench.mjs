@@ -118,10 +118,11 @@ try {
     await settle();
     later.push(net2.bytes - before);
     // Where the bytes went: keyword shards (postings runs and the qualified
-    // names), text and vector partition shards, by count and bytes.
-    const row = { bytes: net2.bytes - before, postings: [0, 0], text: [0, 0], partitions: [0, 0], other: [0, 0] };
+    // names), edge shards, text and vector partition shards, by count and
+    // bytes.
+    const row = { bytes: net2.bytes - before, postings: [0, 0], edges: [0, 0], text: [0, 0], partitions: [0, 0], other: [0, 0] };
     for (const r of net2.requests.slice(seen)) {
-      const kind = /shards\/(postings|qualified)-/.test(r.url) ? 'postings' : TEXT.test(r.url) ? 'text' : /shards\/partition-/.test(r.url) ? 'partitions' : 'other';
+      const kind = /shards\/(postings|qualified)-/.test(r.url) ? 'postings' : /shards\/edges-/.test(r.url) ? 'edges' : TEXT.test(r.url) ? 'text' : /shards\/partition-/.test(r.url) ? 'partitions' : 'other';
       row[kind][0] += 1;
       row[kind][1] += r.bytes;
     }

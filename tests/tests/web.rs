@@ -5,6 +5,7 @@
 
 use std::sync::OnceLock;
 
+use codegloss_core::answer::build_context_estimated;
 use codegloss_core::format::Manifest;
 use codegloss_core::lexical::{length_code, length_of_code, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
@@ -33,7 +34,7 @@ fn native() -> &'static (Manifest, IndexData, LexicalIndex) {
 /// postings (the default puts the whole fixture in one run).
 fn site() -> SiteIndex {
     let (m, d, l) = native();
-    build_site_index_with(m, d, l, None, 1_000).unwrap()
+    build_site_index_with(m, d, l, None, 1_000, 40).unwrap()
 }
 
 fn bytes_of<'a>(site: &'a SiteIndex, name: &str) -> &'a [u8] {
@@ -43,6 +44,13 @@ fn bytes_of<'a>(site: &'a SiteIndex, name: &str) -> &'a [u8] {
 fn open(site: &SiteIndex) -> WebIndex {
     let search = site.manifest.search_shard().unwrap();
     WebIndex::open(site.manifest.clone(), bytes_of(site, &search.name)).unwrap()
+}
+
+/// Load every edge shard into `w`.
+fn load_edges(w: &mut WebIndex, s: &SiteIndex) {
+    for (p, info) in s.manifest.shards_of(ShardKind::Edges) {
+        w.add_shard(p, bytes_of(s, &info.name)).unwrap();
+    }
 }
 
 /// Load the text directory into `w`: its text shards join `w`'s manifest.
@@ -165,6 +173,11 @@ fn the_search_shard_carries_the_tables_exactly() {
     for (a, b) in w.corpus.data.chunks.iter().zip(&want.chunks) {
         assert_eq!(a, b);
     }
+    // The search shard carries the edges the entities imply; edge shards
+    // bring the others.
+    assert!(w.corpus.data.edges.len() < want.edges.len());
+    assert!(w.corpus.data.edges.iter().all(|e| want.edges.contains(e)));
+    load_edges(&mut w, &s);
     assert_eq!(w.corpus.data, want);
     let (_, _, lexical) = native();
     // Document lengths travel as the byte ranking reads them through.
@@ -186,7 +199,7 @@ fn the_search_shard_carries_the_tables_exactly() {
     assert!(w.corpus.features.qualified_absent);
     assert!(w.corpus.features.names.is_empty());
     let (q, info) = s.manifest.shards_of(ShardKind::Qualified).next().unwrap();
-    w.add_keyword_shard(q, bytes_of(&s, &info.name)).unwrap();
+    w.add_shard(q, bytes_of(&s, &info.name)).unwrap();
     // Everything but the token estimates, which the web layout omits.
     let mut want = codegloss_core::retrieve::features::TextFeatures::compute(data);
     assert!(want.chunks.iter().any(|c| c.tokens > 0));
@@ -228,7 +241,7 @@ fn postings_shards_carry_the_vocabulary_in_runs() {
         .map(|(p, i)| (p, i.name.clone()))
         .collect();
     for (p, name) in shards.iter().rev() {
-        w.add_keyword_shard(*p, bytes_of(&s, name)).unwrap();
+        w.add_shard(*p, bytes_of(&s, name)).unwrap();
     }
     let web = &w.corpus.lexical;
     assert_eq!(web.terms.len(), lexical.terms.len());
@@ -280,6 +293,7 @@ fn search_shard_holds_no_text_and_text_shards_restore_it() {
     assert_eq!(w.missing_text(&all), directory);
     assert!(w.missing_text(&[]).is_empty());
     load_text_directory(&mut w, &s);
+    load_edges(&mut w, &s);
     let missing = w.missing_text(&all);
     assert_eq!(missing.len(), s.text.len());
     for p in missing {
@@ -321,17 +335,18 @@ fn retrieve_web(
     let mut fetched = Vec::new();
     for _ in 0..8 {
         let r = retrieve(&w.corpus, q, None, &RetrievalSettings::default()).unwrap();
-        let need = w.missing_keyword_shards();
+        let m = w.missing();
+        let need = m.shards;
         if need.is_empty() {
             return (r, fetched);
         }
         for p in need {
             let name = s.manifest.shards[p].name.clone();
-            w.add_keyword_shard(p, bytes_of(s, &name)).unwrap();
+            w.add_shard(p, bytes_of(s, &name)).unwrap();
             fetched.push(p);
         }
     }
-    panic!("{q}: postings did not settle");
+    panic!("{q}: postings and edges did not settle");
 }
 
 #[test]
@@ -353,6 +368,61 @@ fn the_web_corpus_ranks_like_the_native_one() {
     // A fresh index needs a round of postings for a keyword query.
     let mut fresh = open(&s);
     assert!(!retrieve_web(&mut fresh, &s, QUESTIONS[1]).1.is_empty());
+}
+
+#[test]
+fn edges_load_for_the_entities_a_question_and_its_answer_look_up() {
+    let (_, data, lexical) = native();
+    let native = Corpus::new(data.clone(), None, lexical.clone());
+    let s = site();
+    let edge_shards: Vec<usize> = s
+        .manifest
+        .shards_of(ShardKind::Edges)
+        .map(|(p, _)| p)
+        .collect();
+    assert!(edge_shards.len() >= 3, "{} edge shards", edge_shards.len());
+    let settings = RetrievalSettings::default();
+    let mut fetched_any = false;
+    for q in QUESTIONS {
+        let mut w = open(&s);
+        // All the text, so that the contexts compare whole.
+        load_text_directory(&mut w, &s);
+        let all: Vec<u32> = (0..data.chunks.len() as u32).collect();
+        for p in w.missing_text(&all) {
+            let name = w.manifest.shards[p].name.clone();
+            w.add_text(p, bytes_of(&s, &name)).unwrap();
+        }
+        let (b, fetched) = retrieve_web(&mut w, &s, q);
+        let a = retrieve(&native, q, None, &settings).unwrap();
+        assert_eq!(a.chunks, b.chunks, "{q}");
+        let edges = fetched.iter().filter(|p| edge_shards.contains(p)).count();
+        assert!(edges < edge_shards.len(), "{q}: every edge shard fetched");
+        fetched_any |= edges > 0;
+        // The answer's context, built again with the edges it lacked.
+        let mut context = build_context_estimated(&w.corpus, &b, q, 2_000);
+        for _ in 0..3 {
+            let m = w.missing();
+            if m.is_empty() {
+                break;
+            }
+            for p in m.shards {
+                assert!(edge_shards.contains(&p), "{q}: shard {p}");
+                let name = s.manifest.shards[p].name.clone();
+                w.add_shard(p, bytes_of(&s, &name)).unwrap();
+            }
+            context = build_context_estimated(&w.corpus, &b, q, 2_000);
+        }
+        assert!(
+            w.missing().is_empty(),
+            "{q}: the context's edges did not settle"
+        );
+        assert_eq!(
+            context,
+            build_context_estimated(&native, &a, q, 2_000),
+            "{q}"
+        );
+    }
+    assert!(fetched_any, "no question followed an edge");
 }
 
 #[test]
@@ -416,11 +486,11 @@ fn damage_is_a_typed_error() {
     );
     let (pp, ps) = s.manifest.shards_of(ShardKind::Postings).next().unwrap();
     assert!(
-        w.add_keyword_shard(p, bytes_of(&s, &ps.name)).is_err(),
+        w.add_shard(p, bytes_of(&s, &ps.name)).is_err(),
         "postings at a text position"
     );
     assert!(
-        w.add_keyword_shard(pp, bytes_of(&s, &t.name)).is_err(),
+        w.add_shard(pp, bytes_of(&s, &t.name)).is_err(),
         "text bytes as postings"
     );
     // A postings shard that is not the run the manifest names: its first
@@ -437,7 +507,7 @@ fn damage_is_a_typed_error() {
     let mut m = WebIndex::open(moved, bytes_of(&s, &info.name)).unwrap();
     let last_name = s.manifest.shards[last].name.clone();
     assert!(matches!(
-        m.add_keyword_shard(last, bytes_of(&s, &last_name)),
+        m.add_shard(last, bytes_of(&s, &last_name)),
         Err(CoreError::Inconsistent { .. })
     ));
     // Runs out of order, or without a first term, are a manifest error.
@@ -453,7 +523,35 @@ fn damage_is_a_typed_error() {
         WebIndex::open(unnamed, bytes_of(&s, &info.name)),
         Err(CoreError::Manifest { .. })
     ));
-    w.add_keyword_shard(pp, bytes_of(&s, &ps.name)).unwrap();
+    w.add_shard(pp, bytes_of(&s, &ps.name)).unwrap();
+    // Edge shards: one handed in at another's position, ranges that leave
+    // a gap or stop short of the last entity.
+    let edges: Vec<(usize, ShardInfo)> = s
+        .manifest
+        .shards_of(ShardKind::Edges)
+        .map(|(p, i)| (p, i.clone()))
+        .collect();
+    let mut relisted = s.manifest.clone();
+    relisted.shards[edges[1].0].sha256 = edges[0].1.sha256.clone();
+    relisted.shards[edges[1].0].bytes = edges[0].1.bytes;
+    let mut r = WebIndex::open(relisted, bytes_of(&s, &info.name)).unwrap();
+    assert!(matches!(
+        r.add_shard(edges[1].0, bytes_of(&s, &edges[0].1.name)),
+        Err(CoreError::Inconsistent { .. })
+    ));
+    let mut gap = s.manifest.clone();
+    gap.shards[edges[1].0].entities.as_mut().unwrap()[0] += 1;
+    let mut short = s.manifest.clone();
+    short.shards[edges[edges.len() - 1].0]
+        .entities
+        .as_mut()
+        .unwrap()[1] -= 1;
+    for m in [gap, short] {
+        assert!(matches!(
+            WebIndex::open(m, bytes_of(&s, &info.name)),
+            Err(CoreError::Manifest { .. })
+        ));
+    }
     // A manifest of another format or version.
     let mut m = s.manifest.clone();
     m.format_version = 99;

@@ -97,15 +97,14 @@ fn retrieve_web(
     let mut fetched = Vec::new();
     for _ in 0..8 {
         let r = retrieve(&w.corpus, q, Some(v), settings).unwrap();
-        let postings = w.missing_keyword_shards();
-        let partitions = w.missing_partitions();
-        let blocks = w.missing_blocks();
-        if postings.is_empty() && partitions.is_empty() && blocks.is_empty() {
+        let m = w.missing();
+        if m.is_empty() {
             return (r, fetched);
         }
+        let (postings, partitions, blocks) = (m.shards, m.partitions, m.blocks);
         for p in postings {
             let name = s.manifest.shards[p].name.clone();
-            w.add_keyword_shard(p, bytes_of(s, &name)).unwrap();
+            w.add_shard(p, bytes_of(s, &name)).unwrap();
         }
         for p in partitions {
             let name = w.partition_shard(p).unwrap().name.clone();

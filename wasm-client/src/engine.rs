@@ -13,7 +13,7 @@ use codegloss_core::answer::{answer_template, build_context_estimated, check_cit
 use codegloss_core::chat::ChatSettings;
 use codegloss_core::embed::query_prompt;
 use codegloss_core::retrieve::{retrieve, Retrieval, RetrievalSettings};
-use codegloss_core::web::{ShardKind, WebIndex, WebManifest};
+use codegloss_core::web::{Missing, ShardInfo, ShardKind, WebIndex, WebManifest};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 
@@ -152,14 +152,14 @@ impl Engine {
 
     /// Retrieve for a question. `query_vector` is the embedded
     /// [`Engine::query_text`] (omit it for keyword and structure only).
-    /// Returns JSON `{need_keyword: [{position, name, bytes, sha256}],
+    /// Returns JSON `{need_shards: [{position, name, bytes, sha256}],
     /// need_partitions: [{partition, name, bytes, sha256}], need_blocks:
-    /// [{block, name, bytes, sha256}]}` when the keyword shards of some
-    /// query terms (postings runs, or the qualified names), the codes of
-    /// some probed partitions or the vectors of some refined chunks must be
-    /// fetched first (hand them to [`Engine::add_keyword_shard`],
-    /// [`Engine::add_partition`] and
-    /// [`Engine::add_block`] and search again), else `{chunks:
+    /// [{block, name, bytes, sha256}]}` when shards listed in the manifest
+    /// (the postings runs of some query terms, the qualified names, the
+    /// edges of the entities expansion follows), the codes of some probed
+    /// partitions or the vectors of some refined chunks must be fetched
+    /// first (hand them to [`Engine::add_shard`], [`Engine::add_partition`]
+    /// and [`Engine::add_block`] and search again), else `{chunks:
     /// [...], files, missing: [{position, name, bytes, sha256}]}`:
     /// `missing` lists the text shards to fetch and hand to
     /// [`Engine::add_text`] before [`Engine::cards`] and [`Engine::prompt`]
@@ -178,32 +178,11 @@ impl Engine {
         let qv = query_vector.filter(|_| self.index.has_vectors());
         let r = retrieve(&self.index.corpus, question, qv.as_deref(), &settings)
             .map_err(|e| js_error("search", e))?;
-        // Keyword shards load per query: when this retrieval looked up
-        // terms whose lists are not here yet, its result is not final.
-        let need = self.index.missing_keyword_shards();
-        let partitions = self.index.missing_partitions();
-        let blocks = self.index.missing_blocks();
-        if !need.is_empty() || !partitions.is_empty() || !blocks.is_empty() {
-            let partitions: Vec<Value> = partitions
-                .into_iter()
-                .filter_map(|p| {
-                    let s = self.index.partition_shard(p)?;
-                    Some(json!({"partition": p, "name": s.name, "bytes": s.bytes, "sha256": s.sha256}))
-                })
-                .collect();
-            let blocks: Vec<Value> = blocks
-                .into_iter()
-                .filter_map(|b| {
-                    let s = self.index.block_shard(b)?;
-                    Some(json!({"block": b, "name": s.name, "bytes": s.bytes, "sha256": s.sha256}))
-                })
-                .collect();
-            return Ok(json!({
-                "need_keyword": self.shard_refs(need),
-                "need_partitions": partitions,
-                "need_blocks": blocks,
-            })
-            .to_string());
+        // Postings, edges and vectors load per query: when this retrieval
+        // looked up what is not here yet, its result is not final.
+        let m = self.index.missing();
+        if !m.is_empty() {
+            return Ok(self.need(m).to_string());
         }
         let corpus = &self.index.corpus;
         let chunks: Vec<Value> = r
@@ -236,13 +215,14 @@ impl Engine {
             .to_string()
     }
 
-    /// Add a keyword shard's bytes (`position` from `need_keyword`): a
-    /// postings run or the qualified names.
-    #[wasm_bindgen(js_name = addKeywordShard)]
-    pub fn add_keyword_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
+    /// Add the bytes of a shard listed in the manifest (`position` from
+    /// `need_shards`): a postings run, the qualified names, or an edge
+    /// shard.
+    #[wasm_bindgen(js_name = addShard)]
+    pub fn add_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
         self.index
-            .add_keyword_shard(position, bytes)
-            .map_err(|e| js_error("index keyword shard", e))
+            .add_shard(position, bytes)
+            .map_err(|e| js_error("index shard", e))
     }
 
     /// Add a text shard's or the text directory's bytes (`position` from
@@ -314,9 +294,17 @@ impl Engine {
     /// `Context` (hand it back to [`citations`]). The context is numbered in rank order, so `[n]`
     /// names the n-th card; the lowest-ranked chunks are left out when the
     /// `budget` (estimated tokens) is spent.
+    ///
+    /// When the context looked up the edges of entities whose edge shards
+    /// are not loaded, returns `{need_shards: [...]}` instead (as
+    /// [`Engine::search`] does): add them and ask again.
     pub fn prompt(&self, budget: u32) -> Result<String, JsError> {
         let (question, r) = self.last()?;
         let context = build_context_estimated(&self.index.corpus, r, question, budget as usize);
+        let m = self.index.missing();
+        if !m.is_empty() {
+            return Ok(self.need(m).to_string());
+        }
         let template = answer_template(question);
         let messages = template.render(question, &context);
         Ok(template.prompt_json(&messages, &context).to_string())
@@ -371,16 +359,41 @@ impl Engine {
 }
 
 impl Engine {
+    /// What to fetch before a result is final, as [`Engine::search`]
+    /// returns it.
+    fn need(&self, m: Missing) -> Value {
+        let partitions: Vec<Value> = m
+            .partitions
+            .into_iter()
+            .filter_map(|p| Some(listed("partition", p, self.index.partition_shard(p)?)))
+            .collect();
+        let blocks: Vec<Value> = m
+            .blocks
+            .into_iter()
+            .filter_map(|b| Some(listed("block", b, self.index.block_shard(b)?)))
+            .collect();
+        json!({
+            "need_shards": self.shard_refs(m.shards),
+            "need_partitions": partitions,
+            "need_blocks": blocks,
+        })
+    }
+
     /// `[{position, name, bytes, sha256}]` of shards by manifest position:
     /// what the worker fetches, checks and hands back (the text shards are
     /// listed in the text directory, not in the manifest the worker read).
     fn shard_refs(&self, positions: Vec<usize>) -> Value {
         positions
             .into_iter()
-            .map(|p| {
-                let s = &self.index.manifest.shards[p];
-                json!({"position": p, "name": s.name, "bytes": s.bytes, "sha256": s.sha256})
-            })
+            .map(|p| listed("position", p, &self.index.manifest.shards[p]))
             .collect()
     }
+}
+
+/// `{<key>: id, name, bytes, sha256}`: a shard as the worker fetches and
+/// checks it, with what the engine calls it.
+fn listed(key: &str, id: usize, s: &ShardInfo) -> Value {
+    let mut v = json!({"name": s.name, "bytes": s.bytes, "sha256": s.sha256});
+    v[key] = json!(id);
+    v
 }

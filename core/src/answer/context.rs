@@ -281,7 +281,8 @@ fn offered<'a>(
     let mut anchors: Vec<u32> = Vec::new();
     for o in &pieces {
         let starts = std::iter::once(o.entity).chain(
-            corpus.out_edges[o.entity as usize]
+            corpus
+                .out_edges(o.entity)
                 .iter()
                 .filter(|(k, _)| *k == EdgeKind::Contains)
                 .map(|(_, t)| *t),

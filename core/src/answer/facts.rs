@@ -63,12 +63,12 @@ fn push_unique(out: &mut Vec<String>, name: &str) {
 /// The targets of an entity's edges of one kind, by short name.
 fn targets(corpus: &Corpus, entity: u32, kind: EdgeKind, outgoing: bool) -> Vec<String> {
     let edges = if outgoing {
-        &corpus.out_edges
+        corpus.out_edges(entity)
     } else {
-        &corpus.in_edges
+        corpus.in_edges(entity)
     };
     let mut out = Vec::new();
-    for (k, t) in edges.get(entity as usize).into_iter().flatten() {
+    for (k, t) in edges {
         if *k == kind {
             let e = &corpus.data.entities[*t as usize];
             let name = match e.kind {
@@ -87,13 +87,13 @@ fn targets(corpus: &Corpus, entity: u32, kind: EdgeKind, outgoing: bool) -> Vec<
 fn declared(corpus: &Corpus, entity: u32) -> Vec<String> {
     let mut out = Vec::new();
     let data = &corpus.data;
-    for (k, t) in &corpus.out_edges[entity as usize] {
+    for (k, t) in corpus.out_edges(entity) {
         if *k != EdgeKind::Contains {
             continue;
         }
         let child = &data.entities[*t as usize];
         if child.kind == EntityKind::Namespace {
-            for (k2, t2) in &corpus.out_edges[*t as usize] {
+            for (k2, t2) in corpus.out_edges(*t) {
                 if *k2 == EdgeKind::Contains {
                     push_unique(&mut out, &data.entities[*t2 as usize].qualified_name);
                 }

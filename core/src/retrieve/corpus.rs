@@ -14,6 +14,7 @@ use crate::text::{base_name, file_name};
 use crate::vectors::VectorIndex;
 
 use super::features::TextFeatures;
+use super::graph::Graph;
 use super::partitioned::PartitionedVectors;
 
 /// Index data plus lookups.
@@ -48,12 +49,10 @@ pub struct Corpus {
     pub by_symbol_lower: BTreeMap<String, Vec<u32>>,
     /// Lower-case module name (last folder) → module entity ids.
     pub by_module: BTreeMap<String, Vec<u32>>,
-    /// Outgoing edges per entity: `(kind, to)`.
-    pub out_edges: Vec<Vec<(EdgeKind, u32)>>,
-    /// Incoming edges per entity: `(kind, from)`.
-    pub in_edges: Vec<Vec<(EdgeKind, u32)>>,
-    /// Call chain entity per callable.
-    pub call_chain_of: BTreeMap<u32, u32>,
+    /// The graph's edges per entity, both ways ([`Corpus::out_edges`],
+    /// [`Corpus::in_edges`], [`Corpus::call_chain`]); in the browser, loaded
+    /// per range of entities.
+    pub graph: Graph,
     /// Stemmed parts of callable names: the index's own action vocabulary.
     pub callable_vocabulary: BTreeSet<String>,
     /// Acronyms the index's names are written with (`CIC` of `CIC.hpp`,
@@ -148,18 +147,7 @@ impl Corpus {
             by_file_name.entry(name).or_default().push(f.id);
             by_base_name.entry(base).or_default().push(f.id);
         }
-        let mut out_edges = vec![Vec::new(); ne];
-        let mut in_edges = vec![Vec::new(); ne];
-        let mut call_chain_of = BTreeMap::new();
-        for e in &data.edges {
-            out_edges[e.from as usize].push((e.kind, e.to));
-            in_edges[e.to as usize].push((e.kind, e.from));
-            if e.kind == EdgeKind::Summarizes
-                && data.entities[e.from as usize].kind == EntityKind::CallChain
-            {
-                call_chain_of.insert(e.to, e.from);
-            }
-        }
+        let graph = Graph::complete(&data.entity_kinds(), &data.edges);
         let chunk_vectors = vectors
             .as_ref()
             .map(|v| v.all_vectors())
@@ -181,13 +169,26 @@ impl Corpus {
             by_symbol,
             by_symbol_lower,
             by_module,
-            out_edges,
-            in_edges,
-            call_chain_of,
+            graph,
             callable_vocabulary,
             acronyms,
             features,
         }
+    }
+
+    /// Outgoing edges of `entity`: `(kind, to)`, in the graph's order.
+    pub fn out_edges(&self, entity: u32) -> &[(EdgeKind, u32)] {
+        self.graph.out_edges(entity)
+    }
+
+    /// Incoming edges of `entity`: `(kind, from)`, in the graph's order.
+    pub fn in_edges(&self, entity: u32) -> &[(EdgeKind, u32)] {
+        self.graph.in_edges(entity)
+    }
+
+    /// The call chain that summarizes `entity`, if any.
+    pub fn call_chain(&self, entity: u32) -> Option<u32> {
+        self.graph.call_chain(entity)
     }
 
     /// Whether a name (any case) names a namespace of the index: such a

@@ -71,12 +71,14 @@ fn targets(corpus: &Corpus, chunk: u32, rel: Relation) -> Vec<(u32, &'static str
     let e = c.entity;
     let ent = &data.entities[e as usize];
     match rel {
-        Relation::Definition => corpus.out_edges[e as usize]
+        Relation::Definition => corpus
+            .out_edges(e)
             .iter()
             .filter(|(k, _)| *k == EdgeKind::Defines)
             .map(|(_, t)| (*t, "defines"))
             .chain(
-                corpus.in_edges[e as usize]
+                corpus
+                    .in_edges(e)
                     .iter()
                     .filter(|(k, _)| *k == EdgeKind::Defines)
                     .map(|(_, t)| (*t, "defined_by")),
@@ -87,9 +89,10 @@ fn targets(corpus: &Corpus, chunk: u32, rel: Relation) -> Vec<(u32, &'static str
                 let fe = corpus.file_entity[f as usize];
                 let base = &c.base_name;
                 fe.map(|fe| {
-                    corpus.out_edges[fe as usize]
+                    corpus
+                        .out_edges(fe)
                         .iter()
-                        .chain(corpus.in_edges[fe as usize].iter())
+                        .chain(corpus.in_edges(fe).iter())
                         .filter(|(k, t)| {
                             *k == EdgeKind::Includes
                                 && data.entities[*t as usize]
@@ -105,9 +108,8 @@ fn targets(corpus: &Corpus, chunk: u32, rel: Relation) -> Vec<(u32, &'static str
             None => Vec::new(),
         },
         Relation::CallChain => corpus
-            .call_chain_of
-            .get(&e)
-            .map(|&cc| vec![(cc, "summarized_by")])
+            .call_chain(e)
+            .map(|cc| vec![(cc, "summarized_by")])
             .unwrap_or_default(),
         Relation::File => match (ent.kind, ent.file) {
             (EntityKind::File | EntityKind::Module, _) => Vec::new(),
@@ -128,7 +130,8 @@ fn targets(corpus: &Corpus, chunk: u32, rel: Relation) -> Vec<(u32, &'static str
                 None
             };
             fe.and_then(|fe| {
-                corpus.in_edges[fe as usize]
+                corpus
+                    .in_edges(fe)
                     .iter()
                     .find(|(k, from)| {
                         *k == EdgeKind::Contains
@@ -138,7 +141,8 @@ fn targets(corpus: &Corpus, chunk: u32, rel: Relation) -> Vec<(u32, &'static str
             })
             .unwrap_or_default()
         }
-        Relation::Callee => corpus.out_edges[e as usize]
+        Relation::Callee => corpus
+            .out_edges(e)
             .iter()
             .filter(|(k, _)| *k == EdgeKind::Calls)
             .take(CALLEE_EXPANSIONS)
@@ -211,14 +215,14 @@ pub(super) fn supplementary(
         let file_entity = corpus
             .file_of_chunk(p.chunk)
             .and_then(|f| corpus.file_entity.get(f as usize).copied().flatten());
-        for (k, t) in file_entity.map_or(&[][..], |fe| &corpus.out_edges[fe as usize]) {
+        for (k, t) in file_entity.map_or(&[][..], |fe| corpus.out_edges(fe)) {
             if *k == EdgeKind::Includes {
                 if let Some(r) = data.entities[*t as usize].file {
                     referenced.entry(r).or_insert(p.chunk);
                 }
             }
         }
-        for (k, t) in &corpus.out_edges[c.entity as usize] {
+        for (k, t) in corpus.out_edges(c.entity) {
             if matches!(k, EdgeKind::Calls | EdgeKind::Defines | EdgeKind::Inherits) {
                 if let Some(f) = data.entities[*t as usize].file {
                     referenced.entry(f).or_insert(p.chunk);

@@ -24,6 +24,7 @@ mod expand;
 pub mod features;
 mod file_evidence;
 mod filter;
+pub mod graph;
 pub mod partitioned;
 mod pool;
 mod rerank;

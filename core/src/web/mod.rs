@@ -25,21 +25,21 @@
 //! not depend on the host's compression. Every decode checks size, hash,
 //! magic, version and kind, and fails with a typed [`CoreError`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
 use crate::format::{
-    from_versioned_json, sha256_hex, to_pretty_json, Counts, EmbeddingInfo, IndexData, JsonFormat,
-    Manifest,
+    from_versioned_json, to_pretty_json, Counts, EmbeddingInfo, IndexData, JsonFormat,
 };
-use crate::lexical::{length_code, length_of_code, LexicalIndex};
+use crate::lexical::{length_of_code, LexicalIndex};
 use crate::model::{Chunk, CodeFrame, Entity};
-use crate::retrieve::features::TextFeatures;
+use crate::retrieve::graph::Graph;
 use crate::retrieve::Corpus;
 use crate::vectors::VectorIndex;
 
+mod build;
 mod columns;
 mod edges;
 mod postings;
@@ -48,9 +48,10 @@ mod shard;
 mod tables;
 mod textdir;
 mod vectors;
+pub use build::{build_site_index, build_site_index_with, SiteIndex};
 pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
-use shard::{decode_shard, encode_shard, shard, wrap_shard};
+use shard::decode_shard;
 pub use shard::{open_shard, shard_hash, shard_hash_hex, ShardHash, SHARD_HASH_BYTES};
 pub use tables::Tables;
 pub use textdir::{text_directory_shard, TextDirectory};
@@ -76,8 +77,11 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// imply; 10: document lengths are one byte each,
 /// [`crate::lexical::length_code`], a chunk's non-blank line count is one
 /// flag, [`crate::retrieve::features::SUBSTANTIAL_LINES`], and files carry
-/// no `#include` directives: retrieval follows the include edges).
-pub const WEB_FORMAT_VERSION: u32 = 10;
+/// no `#include` directives: retrieval follows the include edges; 11: the
+/// edges that the entities do not imply move from the search shard into
+/// edge shards by range of entities, fetched for the entities a question's
+/// expansion and answer look up).
+pub const WEB_FORMAT_VERSION: u32 = 11;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
@@ -96,6 +100,15 @@ pub const POSTINGS_PER_SHARD: usize = 3_000;
 /// the first results with their text cost about the same (766.5 -> 769.0 KB
 /// on Kokkos, 468.9 -> 455.7 KB on IPPL).
 pub const TEXT_SHARD_RAW_BYTES: usize = 32 * 1024;
+/// Explicit edge ends (an edge counts once for each of the two entities
+/// it joins) per edge shard: a question fetches the shards of the few
+/// entities its expansion and its answer look up. Measured by `cargo xtask
+/// bench site` against 384: bytes before the first keyword results on a
+/// 44k-chunk codebase 669,486 against 670,814 (its manifest lists 142
+/// shards instead of 52, 3.4 KB more), on a 7k-chunk one 425,074 against
+/// 420,534; later questions fetch fewer edge shards (shards that cover
+/// more entities are more often loaded already).
+pub const EDGE_ENDS_PER_SHARD: usize = 1_024;
 
 /// What a shard holds.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -107,6 +120,9 @@ pub enum ShardKind {
     Vectors,
     /// [`TextShard`].
     Text,
+    /// [`edges::EdgeShard`]: the explicit edges that start or end in a
+    /// range of entities.
+    Edges,
     /// [`PostingsShard`].
     Postings,
     /// [`VectorDirectory`]: the vectors' partitions, listed in place of
@@ -137,6 +153,7 @@ impl ShardKind {
             ShardKind::Block => 7,
             ShardKind::Qualified => 8,
             ShardKind::TextDirectory => 9,
+            ShardKind::Edges => 10,
         }
     }
 
@@ -152,14 +169,16 @@ impl ShardKind {
             ShardKind::Block => "vecblock",
             ShardKind::Qualified => "qualified",
             ShardKind::TextDirectory => "textdir",
+            ShardKind::Edges => "edges",
         }
     }
 
     /// Every kind.
-    pub const ALL: [ShardKind; 9] = [
+    pub const ALL: [ShardKind; 10] = [
         ShardKind::Search,
         ShardKind::Postings,
         ShardKind::Qualified,
+        ShardKind::Edges,
         ShardKind::Vectors,
         ShardKind::VectorDirectory,
         ShardKind::Partition,
@@ -191,6 +210,9 @@ pub struct ShardInfo {
     /// after it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_term: Option<String>,
+    /// For edge shards: the first and last entity id it covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<[u32; 2]>,
 }
 
 /// A model file served with the site (query embedding in the browser).
@@ -426,177 +448,24 @@ impl EntityText {
     }
 }
 
-/// The index of a site: the manifest and every shard's bytes (paths as the
-/// manifest names them). Deterministic: the same index gives the same bytes.
-pub struct SiteIndex {
-    /// `codegloss.json` (without model files; the writer adds them).
-    pub manifest: WebManifest,
-    /// The text shards, as the text directory lists them.
-    pub text: Vec<ShardInfo>,
-    /// `(path, bytes)` of every shard.
-    pub files: Vec<(String, Vec<u8>)>,
+/// What a retrieval (or an answer's context) lacked: see
+/// [`WebIndex::missing`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Missing {
+    /// Positions in the manifest's shard list: postings runs, the
+    /// qualified names, edge shards.
+    pub shards: Vec<usize>,
+    /// Partitions ([`WebIndex::partition_shard`]).
+    pub partitions: Vec<usize>,
+    /// Refine blocks ([`WebIndex::block_shard`]).
+    pub blocks: Vec<usize>,
 }
 
-/// Lay out a native index for the web.
-pub fn build_site_index(
-    manifest: &Manifest,
-    data: &IndexData,
-    lexical: &LexicalIndex,
-    vectors: Option<&VectorIndex>,
-) -> Result<SiteIndex, CoreError> {
-    build_site_index_with(manifest, data, lexical, vectors, POSTINGS_PER_SHARD)
-}
-
-/// [`build_site_index`] with about `postings_per_shard` postings per
-/// postings shard instead of [`POSTINGS_PER_SHARD`] (tests use it to spread
-/// a small index's vocabulary over many runs).
-pub fn build_site_index_with(
-    manifest: &Manifest,
-    data: &IndexData,
-    lexical: &LexicalIndex,
-    vectors: Option<&VectorIndex>,
-    postings_per_shard: usize,
-) -> Result<SiteIndex, CoreError> {
-    let features = TextFeatures::compute(data);
-    let mut entities = data.entities.clone();
-    let entity_texts: Vec<EntityText> = entities.iter_mut().map(EntityText::take).collect();
-    let mut chunks = data.chunks.clone();
-    let chunk_texts: Vec<ChunkText> = chunks.iter_mut().map(ChunkText::take).collect();
-    let tables = Tables::pack(&data.files, &entities, &chunks, &data.edges, &features)
-        .map_err(|e| e.in_file("search shard"))?;
-    let search = SearchShard {
-        tables,
-        weights: lexical.weights.clone(),
-        doc_len: lexical.doc_len.iter().map(|&l| length_code(l)).collect(),
-    };
-    let lists = &lexical.postings;
-    let mut shards = vec![
-        shard(
-            ShardKind::Search,
-            encode_shard(ShardKind::Search, &search)?,
-            None,
-        ),
-        shard(
-            ShardKind::Qualified,
-            encode_shard(ShardKind::Qualified, &QualifiedShard::pack(&features))?,
-            None,
-        ),
-    ];
-    let partitioned = manifest.retrieval.as_ref().is_some_and(|r| r.ivf_probe > 0);
-    let mut partitions = Vec::new();
-    match vectors {
-        Some(v) if partitioned => {
-            let (directory, parts) = vectors::partitioned(v)?;
-            shards.push(directory);
-            partitions = parts;
-        }
-        Some(v) => shards.push(shard(
-            ShardKind::Vectors,
-            wrap_shard(ShardKind::Vectors, &v.encode()?),
-            None,
-        )),
-        None => {}
+impl Missing {
+    /// Whether nothing was lacking.
+    pub fn is_empty(&self) -> bool {
+        self.shards.is_empty() && self.partitions.is_empty() && self.blocks.is_empty()
     }
-    // Postings shards: consecutive term runs of about POSTINGS_PER_SHARD.
-    let mut first = 0usize;
-    while first < lists.len() {
-        let mut end = first;
-        let mut count = 0usize;
-        while end < lists.len() && (end == first || count + lists[end].len() <= postings_per_shard)
-        {
-            count += lists[end].len();
-            end += 1;
-        }
-        let shard_lists = PostingsShard::pack(
-            first as u32,
-            &lexical.terms[first..end],
-            &lexical.postings[first..end],
-        );
-        let (mut info, bytes) = shard(
-            ShardKind::Postings,
-            encode_shard(ShardKind::Postings, &shard_lists)?,
-            None,
-        );
-        info.terms = Some([first as u32, (end - 1) as u32]);
-        info.first_term = Some(lexical.terms[first].clone());
-        shards.push((info, bytes));
-        first = end;
-    }
-    // Text shards: consecutive chunk runs of about TEXT_SHARD_RAW_BYTES,
-    // listed in the text directory, which the manifest lists.
-    let mut texts = Vec::new();
-    let mut first_chunk_of: BTreeMap<u32, u32> = BTreeMap::new();
-    for c in &data.chunks {
-        first_chunk_of.entry(c.entity).or_insert(c.id);
-    }
-    let mut entities_by_first: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for (&e, &c) in &first_chunk_of {
-        entities_by_first.entry(c).or_default().push(e);
-    }
-    let mut current = TextShard::default();
-    let mut raw = 0usize;
-    let mut start = 0u32;
-    let total = data.chunks.len();
-    for (i, c) in data.chunks.iter().enumerate() {
-        if current.chunks.is_empty() {
-            start = c.id;
-        }
-        let text = chunk_texts[i].clone();
-        raw += text.code.len() + text.leading_comment.as_ref().map_or(0, String::len) + 64;
-        current.chunks.push(text);
-        for &e in entities_by_first.get(&c.id).into_iter().flatten() {
-            let text = entity_texts[e as usize].clone();
-            raw += text.gloss.len()
-                + text.doc_comment.as_ref().map_or(0, String::len)
-                + text.signature.len();
-            current.entities.push(text);
-        }
-        if raw >= TEXT_SHARD_RAW_BYTES || i + 1 == total {
-            let done = std::mem::take(&mut current);
-            texts.push(shard(
-                ShardKind::Text,
-                encode_shard(ShardKind::Text, &done)?,
-                Some([start, c.id]),
-            ));
-            raw = 0;
-        }
-    }
-    let (text, text_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = texts.into_iter().unzip();
-    shards.push(text_directory_shard(&text)?);
-    // The text directory's hash covers every text shard's.
-    let build_id = sha256_hex(
-        shards
-            .iter()
-            .map(|(s, _)| s.sha256.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-            .as_bytes(),
-    )[..16]
-        .to_string();
-    let (infos, bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = shards.into_iter().unzip();
-    let files = infos
-        .iter()
-        .chain(&text)
-        .map(|s| s.name.clone())
-        .zip(bytes.into_iter().chain(text_bytes))
-        .chain(partitions)
-        .collect();
-    Ok(SiteIndex {
-        manifest: WebManifest {
-            format: WebManifest::FORMAT_NAME.into(),
-            format_version: WEB_FORMAT_VERSION,
-            tool_version: manifest.tool_version.clone(),
-            build_id,
-            config_hash: manifest.config_hash.clone(),
-            counts: manifest.counts.clone(),
-            embedding: manifest.embedding.clone(),
-            model_files: Vec::new(),
-            shards: infos,
-            retrieval: manifest.retrieval.clone().unwrap_or_default(),
-        },
-        text,
-        files,
-    })
 }
 
 /// A web index being loaded: the corpus from the search shard, to which
@@ -610,6 +479,9 @@ pub struct WebIndex {
     /// The partition shards and refine blocks, once the vector directory
     /// is loaded.
     vector_shards: vectors::VectorShards,
+    /// Whether the search shard left the implied edges out (else one edge
+    /// shard holds the graph whole).
+    edges_implied: bool,
 }
 
 impl WebIndex {
@@ -629,6 +501,7 @@ impl WebIndex {
             edges: t.edges,
         };
         data.check_ids()?;
+        let edge_starts = edges::shard_starts(&manifest, data.entities.len(), t.edges_implied)?;
         t.features
             .check(data.chunks.len())
             .map_err(|e| e.in_file(&info.name))?;
@@ -658,9 +531,12 @@ impl WebIndex {
         }
         let doc_len = s.doc_len.iter().map(|&c| length_of_code(c)).collect();
         let lexical = LexicalIndex::in_runs(s.weights, runs, doc_len);
+        let mut corpus = Corpus::with_features(data, None, lexical, t.features);
+        corpus.graph = Graph::partial(&corpus.data.entity_kinds(), &corpus.data.edges, edge_starts);
         Ok(WebIndex {
             manifest,
-            corpus: Corpus::with_features(data, None, lexical, t.features),
+            edges_implied: t.edges_implied,
+            corpus,
             loaded: BTreeSet::new(),
             vector_shards: vectors::VectorShards::default(),
         })
@@ -701,14 +577,34 @@ impl WebIndex {
         self.manifest
             .shards_of(kind)
             .find(|(_, s)| {
-                let range = if kind == ShardKind::Postings {
-                    s.terms
-                } else {
-                    s.chunks
+                let range = match kind {
+                    ShardKind::Postings => s.terms,
+                    ShardKind::Edges => s.entities,
+                    _ => s.chunks,
                 };
                 range.is_some_and(|[a, b]| a <= id && id <= b)
             })
             .map(|(i, _)| i)
+    }
+
+    /// What the lookups since the last call lacked (taken: a second call
+    /// returns nothing). Empty: the last retrieval ran on everything it
+    /// needed and ranked exactly as natively; otherwise add these
+    /// ([`WebIndex::add_shard`], [`WebIndex::add_partition`],
+    /// [`WebIndex::add_block`]) and retrieve again. The edge shards are
+    /// named only once nothing else is lacking: until then the primary
+    /// chunks, whose edges expansion follows, may still change.
+    pub fn missing(&self) -> Missing {
+        let mut m = Missing {
+            shards: self.missing_keyword_shards(),
+            partitions: self.missing_partitions(),
+            blocks: self.missing_blocks(),
+        };
+        let edges = self.missing_edge_shards();
+        if m.is_empty() {
+            m.shards = edges;
+        }
+        m
     }
 
     /// The manifest entry at `position`, which must be a shard of `kind`.

@@ -119,10 +119,9 @@ pub(super) fn vocabulary_runs(manifest: &WebManifest) -> Result<Vec<(String, u32
 impl WebIndex {
     /// Positions of the keyword shards that the last retrieval needed but
     /// that are not loaded yet: the postings shards of the terms it looked
-    /// up, and the qualified-names shard when it matched a `::` name.
-    /// Empty: the last retrieval ran on complete data and its result is
-    /// final; otherwise add these shards ([`WebIndex::add_keyword_shard`])
-    /// and retrieve again.
+    /// up, and the qualified-names shard when it matched a `::` name (taken:
+    /// a second call returns none). [`WebIndex::missing`] tells whether a
+    /// retrieval was final.
     pub fn missing_keyword_shards(&self) -> Vec<usize> {
         let wanted = self.corpus.lexical.take_wanted();
         let mut need: BTreeSet<usize> = wanted
@@ -139,12 +138,13 @@ impl WebIndex {
         need.into_iter().collect()
     }
 
-    /// Add a keyword shard (its position in the manifest's shard list, from
-    /// [`WebIndex::missing_keyword_shards`]): a postings shard or the
-    /// qualified-names shard.
-    pub fn add_keyword_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    /// Add a shard that [`WebIndex::missing`] named (its position in the
+    /// manifest's shard list): a postings shard, the qualified-names shard
+    /// or an edge shard.
+    pub fn add_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
         match self.manifest.shards.get(position).map(|s| s.kind) {
             Some(ShardKind::Qualified) => self.add_qualified(position, bytes),
+            Some(ShardKind::Edges) => self.add_edges(position, bytes),
             _ => self.add_postings(position, bytes),
         }
     }

@@ -138,6 +138,7 @@ impl ShardInfo {
             chunks,
             terms: None,
             first_term: None,
+            entities: None,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The search shard's tables (files, entities, chunks, edges and text
-//! features) stored column by column, each value written as the
+//! The search shard's tables (files, entities, chunks, the graph's implied
+//! edges and text features) stored column by column, each value written as the
 //! difference from what the rows before it predict.
 //!
 //! It exists because the search shard is what a browser downloads before
@@ -110,8 +110,12 @@ pub struct Decoded {
     pub entities: Vec<Entity>,
     /// Chunks (no display fields).
     pub chunks: Vec<Chunk>,
-    /// Edges.
+    /// The implied edges the graph has, sorted (the others arrive in edge
+    /// shards).
     pub edges: Vec<Edge>,
+    /// Whether implied edges were left out; if not, the one edge shard
+    /// holds the graph whole, in its own order.
+    pub edges_implied: bool,
     /// Text features, without the qualified names (marked absent: they
     /// arrive from their own shard).
     pub features: TextFeatures,
@@ -217,7 +221,7 @@ impl Tables {
         files: &[SourceFile],
         entities: &[Entity],
         chunks: &[Chunk],
-        edges: &[Edge],
+        edges: EdgeColumns,
         features: &TextFeatures,
     ) -> Result<Self, CoreError> {
         let mut t = Tables::default();
@@ -325,7 +329,7 @@ impl Tables {
                 .push(c.end_line.wrapping_sub(c.start_line).wrapping_add(1));
         }
 
-        t.edges = EdgeColumns::pack(entities, edges);
+        t.edges = edges;
 
         let fe = &mut t.features;
         for c in &features.chunks {
@@ -585,6 +589,7 @@ impl Tables {
             entities,
             chunks,
             edges,
+            edges_implied: self.edges.implied(),
             features: TextFeatures::without_qualified(chunks_features),
         })
     }
@@ -751,7 +756,14 @@ mod tests {
             entities.push(e);
         }
         let features = TextFeatures::without_qualified(Vec::new());
-        let t = Tables::pack(std::slice::from_ref(&file), &entities, &[], &[], &features).unwrap();
+        let t = Tables::pack(
+            std::slice::from_ref(&file),
+            &entities,
+            &[],
+            EdgeColumns::default(),
+            &features,
+        )
+        .unwrap();
         // The names that hold their prediction cost nothing but a zero cut.
         let appended: Vec<&str> = t.entities.name.append.iter().map(String::as_str).collect();
         assert_eq!(appended[..6], ["", "Halo", "", "", "exchange", ""]);

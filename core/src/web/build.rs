@@ -1,0 +1,215 @@
+//! Writing the web layout: a native index laid out as the manifest and
+//! its shards ([`build_site_index`]).
+//!
+//! Apart from `mod.rs`, which holds the layout's types and the browser's
+//! reader, because the writer runs only natively (`codegloss site`) and
+//! decides how rows are grouped into shards: the search shard, postings
+//! runs, edge shards by range of entities, text runs and the vectors.
+
+use std::collections::BTreeMap;
+
+use super::edges;
+use super::postings::PostingsShard;
+use super::qualified::QualifiedShard;
+use super::shard::{encode_shard, shard, wrap_shard};
+use super::tables::Tables;
+use super::textdir::text_directory_shard;
+use super::vectors;
+use super::{
+    ChunkText, EntityText, SearchShard, ShardInfo, ShardKind, TextShard, WebManifest,
+    EDGE_ENDS_PER_SHARD, POSTINGS_PER_SHARD, TEXT_SHARD_RAW_BYTES, WEB_FORMAT_VERSION,
+};
+use crate::error::CoreError;
+use crate::format::{sha256_hex, IndexData, Manifest};
+use crate::lexical::{length_code, LexicalIndex};
+use crate::retrieve::features::TextFeatures;
+use crate::vectors::VectorIndex;
+
+/// The index of a site: the manifest and every shard's bytes (paths as the
+/// manifest names them). Deterministic: the same index gives the same bytes.
+pub struct SiteIndex {
+    /// `codegloss.json` (without model files; the writer adds them).
+    pub manifest: WebManifest,
+    /// The text shards, as the text directory lists them.
+    pub text: Vec<ShardInfo>,
+    /// `(path, bytes)` of every shard.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// Lay out a native index for the web.
+pub fn build_site_index(
+    manifest: &Manifest,
+    data: &IndexData,
+    lexical: &LexicalIndex,
+    vectors: Option<&VectorIndex>,
+) -> Result<SiteIndex, CoreError> {
+    build_site_index_with(
+        manifest,
+        data,
+        lexical,
+        vectors,
+        POSTINGS_PER_SHARD,
+        EDGE_ENDS_PER_SHARD,
+    )
+}
+
+/// [`build_site_index`] with about `postings_per_shard` postings per
+/// postings shard instead of [`POSTINGS_PER_SHARD`], and
+/// `edge_ends_per_shard` edge ends per edge shard instead of
+/// [`EDGE_ENDS_PER_SHARD`] (tests use them to spread a small index over
+/// many shards).
+pub fn build_site_index_with(
+    manifest: &Manifest,
+    data: &IndexData,
+    lexical: &LexicalIndex,
+    vectors: Option<&VectorIndex>,
+    postings_per_shard: usize,
+    edge_ends_per_shard: usize,
+) -> Result<SiteIndex, CoreError> {
+    let features = TextFeatures::compute(data);
+    let mut entities = data.entities.clone();
+    let entity_texts: Vec<EntityText> = entities.iter_mut().map(EntityText::take).collect();
+    let mut chunks = data.chunks.clone();
+    let chunk_texts: Vec<ChunkText> = chunks.iter_mut().map(ChunkText::take).collect();
+    let (edge_columns, edge_shards) = edges::split(&entities, &data.edges, edge_ends_per_shard);
+    let tables = Tables::pack(&data.files, &entities, &chunks, edge_columns, &features)
+        .map_err(|e| e.in_file("search shard"))?;
+    let search = SearchShard {
+        tables,
+        weights: lexical.weights.clone(),
+        doc_len: lexical.doc_len.iter().map(|&l| length_code(l)).collect(),
+    };
+    let lists = &lexical.postings;
+    let mut shards = vec![
+        shard(
+            ShardKind::Search,
+            encode_shard(ShardKind::Search, &search)?,
+            None,
+        ),
+        shard(
+            ShardKind::Qualified,
+            encode_shard(ShardKind::Qualified, &QualifiedShard::pack(&features))?,
+            None,
+        ),
+    ];
+    for e in &edge_shards {
+        let (mut info, bytes) = shard(ShardKind::Edges, encode_shard(ShardKind::Edges, e)?, None);
+        info.entities = Some(e.range());
+        shards.push((info, bytes));
+    }
+    let partitioned = manifest.retrieval.as_ref().is_some_and(|r| r.ivf_probe > 0);
+    let mut partitions = Vec::new();
+    match vectors {
+        Some(v) if partitioned => {
+            let (directory, parts) = vectors::partitioned(v)?;
+            shards.push(directory);
+            partitions = parts;
+        }
+        Some(v) => shards.push(shard(
+            ShardKind::Vectors,
+            wrap_shard(ShardKind::Vectors, &v.encode()?),
+            None,
+        )),
+        None => {}
+    }
+    // Postings shards: consecutive term runs of about POSTINGS_PER_SHARD.
+    let mut first = 0usize;
+    while first < lists.len() {
+        let mut end = first;
+        let mut count = 0usize;
+        while end < lists.len() && (end == first || count + lists[end].len() <= postings_per_shard)
+        {
+            count += lists[end].len();
+            end += 1;
+        }
+        let shard_lists = PostingsShard::pack(
+            first as u32,
+            &lexical.terms[first..end],
+            &lexical.postings[first..end],
+        );
+        let (mut info, bytes) = shard(
+            ShardKind::Postings,
+            encode_shard(ShardKind::Postings, &shard_lists)?,
+            None,
+        );
+        info.terms = Some([first as u32, (end - 1) as u32]);
+        info.first_term = Some(lexical.terms[first].clone());
+        shards.push((info, bytes));
+        first = end;
+    }
+    // Text shards: consecutive chunk runs of about TEXT_SHARD_RAW_BYTES,
+    // listed in the text directory, which the manifest lists.
+    let mut texts = Vec::new();
+    let mut first_chunk_of: BTreeMap<u32, u32> = BTreeMap::new();
+    for c in &data.chunks {
+        first_chunk_of.entry(c.entity).or_insert(c.id);
+    }
+    let mut entities_by_first: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (&e, &c) in &first_chunk_of {
+        entities_by_first.entry(c).or_default().push(e);
+    }
+    let mut current = TextShard::default();
+    let mut raw = 0usize;
+    let mut start = 0u32;
+    let total = data.chunks.len();
+    for (i, c) in data.chunks.iter().enumerate() {
+        if current.chunks.is_empty() {
+            start = c.id;
+        }
+        let text = chunk_texts[i].clone();
+        raw += text.code.len() + text.leading_comment.as_ref().map_or(0, String::len) + 64;
+        current.chunks.push(text);
+        for &e in entities_by_first.get(&c.id).into_iter().flatten() {
+            let text = entity_texts[e as usize].clone();
+            raw += text.gloss.len()
+                + text.doc_comment.as_ref().map_or(0, String::len)
+                + text.signature.len();
+            current.entities.push(text);
+        }
+        if raw >= TEXT_SHARD_RAW_BYTES || i + 1 == total {
+            let done = std::mem::take(&mut current);
+            texts.push(shard(
+                ShardKind::Text,
+                encode_shard(ShardKind::Text, &done)?,
+                Some([start, c.id]),
+            ));
+            raw = 0;
+        }
+    }
+    let (text, text_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = texts.into_iter().unzip();
+    shards.push(text_directory_shard(&text)?);
+    // The text directory's hash covers every text shard's.
+    let build_id = sha256_hex(
+        shards
+            .iter()
+            .map(|(s, _)| s.sha256.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+            .as_bytes(),
+    )[..16]
+        .to_string();
+    let (infos, bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = shards.into_iter().unzip();
+    let files = infos
+        .iter()
+        .chain(&text)
+        .map(|s| s.name.clone())
+        .zip(bytes.into_iter().chain(text_bytes))
+        .chain(partitions)
+        .collect();
+    Ok(SiteIndex {
+        manifest: WebManifest {
+            format: WebManifest::FORMAT_NAME.into(),
+            format_version: WEB_FORMAT_VERSION,
+            tool_version: manifest.tool_version.clone(),
+            build_id,
+            config_hash: manifest.config_hash.clone(),
+            counts: manifest.counts.clone(),
+            embedding: manifest.embedding.clone(),
+            model_files: Vec::new(),
+            shards: infos,
+            retrieval: manifest.retrieval.clone().unwrap_or_default(),
+        },
+        text,
+        files,
+    })
+}
