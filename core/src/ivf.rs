@@ -27,6 +27,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
+use crate::sort::sort_by;
 use crate::vectors::QVec;
 
 /// Vectors per partition the indexer aims at: about 12 KB of int8 vectors
@@ -204,7 +205,7 @@ impl Ivf {
             .map(|c| crate::vectors::squared_l2_q(query, qq, c))
             .collect();
         let mut order: Vec<u16> = (0..self.centroids.len() as u16).collect();
-        order.sort_by(|&a, &b| {
+        sort_by(&mut order, |&a, &b| {
             centroid_distance[a as usize]
                 .total_cmp(&centroid_distance[b as usize])
                 .then(a.cmp(&b))

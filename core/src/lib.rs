@@ -27,6 +27,7 @@ pub mod pq;
 pub mod query;
 pub mod report;
 pub mod retrieve;
+pub mod sort;
 pub mod sse;
 pub mod support;
 pub mod text;

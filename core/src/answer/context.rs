@@ -17,6 +17,7 @@ use super::unit::{
 };
 use crate::model::{EdgeKind, EntityKind, GlossSource};
 use crate::retrieve::{Corpus, Retrieval, Role};
+use crate::sort::sort_by_key;
 use crate::text::{estimate_tokens, reveal_bidi};
 
 /// One chunk as numbered in the context.
@@ -262,7 +263,7 @@ fn offered<'a>(
     ids.dedup();
     let mut pieces: Vec<&crate::model::Chunk> =
         ids.iter().map(|&i| &data.chunks[i as usize]).collect();
-    pieces.sort_by_key(|o| (o.start_line, o.part));
+    sort_by_key(&mut pieces, |o| (o.start_line, o.part));
     // File and namespace chunks are summaries: their unit's text is the
     // outer chunks (see `unit_chunks`), and the file chunk's own lines
     // outside them.
@@ -316,7 +317,9 @@ fn offered<'a>(
         };
         runs.extend(outside_runs(data, f, &keep).into_iter().map(|r| (f.id, r)));
         // Stable: the parts of a split entity keep their order.
-        runs.sort_by_key(|(_, r)| r.iter().find_map(|l| l.line).unwrap_or(0));
+        sort_by_key(&mut runs, |(_, r)| {
+            r.iter().find_map(|l| l.line).unwrap_or(0)
+        });
     }
     let mut out: Vec<Offered<'a>> = Vec::new();
     let mut anchored = 0;
@@ -564,7 +567,7 @@ pub fn file_context(
             .collect();
         if let Some(f) = file_chunk {
             runs.extend(outside_runs(data, &data.chunks[f as usize], &|_| true));
-            runs.sort_by_key(|r| r.iter().find_map(|l| l.line).unwrap_or(0));
+            sort_by_key(&mut runs, |r| r.iter().find_map(|l| l.line).unwrap_or(0));
         }
         let numbered: Vec<UnitLine<'_>> = runs.concat();
         let lines: Vec<&str> = numbered.iter().map(|l| l.text).collect();

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::unit::UnitLine;
 use crate::lexical::tokenize;
 use crate::retrieve::Corpus;
+use crate::sort::sort_by;
 
 /// Weight of a line that names another retrieved entity (a whole
 /// identifier, lower case), against an index term's inverse document
@@ -301,7 +302,7 @@ pub(super) fn choose(
             (s > 0.0).then_some((s + if o.own { OWN_CHUNK_BONUS } else { 0.0 }, i))
         })
         .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    sort_by(&mut scored, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     for (_, i) in scored {
         let lo = i.saturating_sub(WINDOW);
         let hi = (i + WINDOW).min(offered.len() - 1);

@@ -13,6 +13,7 @@
 use super::context::longest_backtick_run;
 use super::evidence::ShownLine;
 use super::facts::cut;
+use crate::sort::{sort_by, sort_by_key};
 use crate::text::reveal_bidi;
 
 /// Key lines quoted in a lead, at most.
@@ -208,7 +209,7 @@ pub(super) fn key_lines(excerpts: &[Excerpt]) -> String {
             }
         }
     }
-    quotes.sort_by(|a, b| {
+    sort_by(&mut quotes, |a, b| {
         b.score
             .total_cmp(&a.score)
             .then(a.excerpt.n.cmp(&b.excerpt.n))
@@ -228,7 +229,7 @@ pub(super) fn key_lines(excerpts: &[Excerpt]) -> String {
         }
         chosen.push(q);
     }
-    chosen.sort_by_key(|q| (q.excerpt.n, q.first));
+    sort_by_key(&mut chosen, |q| (q.excerpt.n, q.first));
     let mut out = String::new();
     for q in chosen {
         let (n, path) = (q.excerpt.n, &q.excerpt.path);

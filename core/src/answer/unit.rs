@@ -8,6 +8,7 @@
 use crate::lines::LineKind;
 use crate::model::EntityKind;
 use crate::retrieve::{Corpus, Retrieval};
+use crate::sort::sort_by_key;
 
 /// The most leading lines (out of `total`) for which `fits(k)` holds, by
 /// binary search; `fits` must be monotone (true up to some k, then false).
@@ -37,7 +38,9 @@ pub(super) fn file_text_chunks<'a>(
         .iter()
         .filter(|c| c.path == path && !data.entities[c.entity as usize].kind.is_summary())
         .collect();
-    parts.sort_by_key(|c| (c.start_line, std::cmp::Reverse(c.end_line)));
+    sort_by_key(&mut parts, |c| {
+        (c.start_line, std::cmp::Reverse(c.end_line))
+    });
     let mut out = Vec::new();
     let mut covered = 0u32;
     for c in parts {
@@ -177,7 +180,7 @@ pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
                             .starts_with(&prefix))
             })
             .collect();
-        ids.sort_by_key(|o| (o.start_line, o.part));
+        sort_by_key(&mut ids, |o| (o.start_line, o.part));
         // The retrieved part of a split section comes first.
         let at = ids.iter().position(|o| o.id == chunk).unwrap_or(0);
         return ids[at..].iter().map(|o| o.id).collect();

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use super::corpus::Corpus;
 use crate::lexical::{tokenize, B, K1};
 use crate::model::EntityKind;
+use crate::sort::sort_by;
 
 /// A file-level BM25 index.
 pub struct FileBaseline {
@@ -85,7 +86,7 @@ impl FileBaseline {
             })
             .filter(|(s, _)| *s > 0.0)
             .collect();
-        scores.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        sort_by(&mut scores, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         scores
             .into_iter()
             .map(|(_, i)| self.paths[i].as_str())

@@ -17,6 +17,7 @@ use super::{QuerySignals, RetrievalSettings};
 use crate::error::CoreError;
 use crate::model::EntityKind;
 use crate::query::Intent;
+use crate::sort::sort_by;
 
 /// Subject files (files whose base name the question is about) injected
 /// at most.
@@ -151,7 +152,7 @@ pub(super) fn gather(
         .filter(|(_, s)| **s > 0.0)
         .map(|(i, s)| (i as u32, *s))
         .collect();
-    bm25.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    sort_by(&mut bm25, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     bm25.truncate(settings.bm25_k);
     let bm25_scores = Bm25 {
         max: bm25
@@ -248,7 +249,9 @@ fn exact_symbols(
             found.push((-rank, d, c));
         }
     }
-    found.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    sort_by(&mut found, |a, b| {
+        a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2))
+    });
     for (_, _, c) in found.into_iter().take(settings.max_symbol_injections) {
         pool.add(c, Source::ExactSymbol);
     }
@@ -321,7 +324,7 @@ fn api_call_sites(
             sites.push((d, c.id));
         }
     }
-    sites.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    sort_by(&mut sites, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     for (_, c) in sites.into_iter().take(API_CALL_SITE_INJECTIONS) {
         pool.add(c, Source::ApiCallSite);
     }
@@ -359,7 +362,7 @@ fn target_aligned(
             (d - TARGET_ALIGNED_BM25_WEIGHT * b, c.id)
         })
         .collect();
-    aligned.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    sort_by(&mut aligned, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     for (_, c) in aligned.into_iter().take(TARGET_ALIGNED_INJECTIONS) {
         pool.add(c, Source::TargetAligned);
     }

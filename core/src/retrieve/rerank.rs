@@ -17,6 +17,7 @@ use super::signals::name_parts;
 use super::{Corpus, Fusion, QuerySignals, RetrievalSettings, Route, ScoreParts, Source};
 use crate::model::{Chunk, EntityKind, EntityLevel, GlossSource, Scope, SourceType};
 use crate::query::{ChunkTypeHint, Intent};
+use crate::sort::sort_by;
 
 /// A score that depends on whether the chunk is a whole file.
 #[derive(Clone, Copy)]
@@ -142,7 +143,7 @@ pub(super) fn rerank(
             combined,
         };
     }
-    pool.sort_by(|a, b| {
+    sort_by(pool, |a, b| {
         b.score
             .combined
             .total_cmp(&a.score.combined)
