@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::CoreError;
 use crate::format::IndexData;
 use crate::format::{decode_data_file, encode_data_file, DataKind};
-use crate::sort::sort_by;
 
 /// Words too common in questions and prose to help ranking.
 const STOPWORDS: &[&str] = &[
@@ -577,9 +576,7 @@ impl LexicalIndex {
                 score,
             })
             .collect();
-        sort_by(&mut hits, |a, b| {
-            b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk))
-        });
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
         hits.truncate(k);
         hits
     }

@@ -10,6 +10,13 @@
 //!
 //! The result is exactly `slice::sort_by`'s: the sort is stable and
 //! compares the same elements, so equal elements keep their order.
+//!
+//! It is for the short lists of the rankings and the answer. The sorts over
+//! every hit of a question (keyword hits, vector distances, the chunks of
+//! the files expansion reaches) keep the standard sort: through the
+//! permutation, `cargo xtask bench site` measured the native retrieval on
+//! a 51k-chunk corpus at 3.1-3.5 / 8.1-8.4 ms (p50 / p95) against 2.6 /
+//! 5.2-5.5 with them on the standard sort, for 2.3 KB less of the module.
 
 use std::cmp::Ordering;
 
@@ -71,7 +78,7 @@ mod tests {
             })
             .collect();
         let mut want = v.clone();
-        want.sort_by(|a, b| b.0.cmp(&a.0));
+        want.sort_by_key(|x| std::cmp::Reverse(x.0));
         sort_by(&mut v, |a, b| b.0.cmp(&a.0));
         assert_eq!(v, want);
         let mut by_key = v.clone();

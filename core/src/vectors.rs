@@ -17,7 +17,6 @@ use crate::embed::{EmbeddingSpec, Quantization};
 use crate::error::CoreError;
 use crate::format::{decode_data_file, encode_data_file, DataKind, HEADER_LEN};
 use crate::ivf::{Ivf, DEFAULT_PARTITION_SIZE};
-use crate::sort::sort_by;
 
 /// An int8 vector: `value[i] ≈ scale * data[i]`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -564,7 +563,7 @@ fn top_k(hits: &mut Vec<VectorHit>, k: usize) -> Vec<VectorHit> {
         hits.select_nth_unstable_by(k - 1, order);
     }
     hits.truncate(k);
-    sort_by(hits, order);
+    hits.sort_by(order);
     std::mem::take(hits)
 }
 

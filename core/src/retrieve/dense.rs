@@ -20,7 +20,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{Corpus, RetrievalSettings};
 use crate::error::CoreError;
 use crate::ivf::Probe;
-use crate::sort::sort_by;
 
 /// Over every vector, the dense candidates are the `k` nearest by
 /// corrected distance among this many times `k` nearest by raw distance
@@ -73,7 +72,7 @@ impl<'a> Dense<'a> {
                 }
             }
             let mut order: Vec<(u32, f32)> = coded.iter().map(|(&c, &d)| (c, d)).collect();
-            sort_by(&mut order, |a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            order.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
             for &(c, _) in order.iter().take(settings.ivf_refine) {
                 refined.insert(c);
                 if corpus
@@ -172,7 +171,7 @@ impl<'a> Dense<'a> {
                 .keys()
                 .filter_map(|&c| Some((c, self.distance(c)?)))
                 .collect();
-            sort_by(&mut hits, |a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            hits.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
             hits.truncate(k);
             return Ok(hits);
         }
@@ -189,7 +188,7 @@ impl<'a> Dense<'a> {
             .into_iter()
             .map(|h| (h.chunk, self.corrected(h.chunk, h.distance)))
             .collect();
-        sort_by(&mut hits, |a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        hits.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         hits.truncate(k);
         Ok(hits)
     }

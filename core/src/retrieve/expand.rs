@@ -11,7 +11,6 @@ use super::{
     Corpus, Expansion, ExpansionMode, RetrievalSettings, RetrievedChunk, Role, ScoreParts,
 };
 use crate::model::{EdgeKind, EntityKind};
-use crate::sort::sort_by;
 
 /// Callees followed per primary chunk in the `callee` round.
 const CALLEE_EXPANSIONS: usize = 1;
@@ -254,7 +253,7 @@ pub(super) fn supplementary(
         let s = 1.0 / (1.0 + d) + SUPPLEMENTARY_BM25_WEIGHT * bm25[c.id as usize] / bm_max;
         scored.push((s, c.id, from));
     }
-    sort_by(&mut scored, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     scored
         .into_iter()
         .take(st.supplementary_k)

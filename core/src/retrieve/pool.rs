@@ -152,7 +152,7 @@ pub(super) fn gather(
         .filter(|(_, s)| **s > 0.0)
         .map(|(i, s)| (i as u32, *s))
         .collect();
-    sort_by(&mut bm25, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    bm25.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     bm25.truncate(settings.bm25_k);
     let bm25_scores = Bm25 {
         max: bm25

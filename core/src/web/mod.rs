@@ -80,8 +80,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// no `#include` directives: retrieval follows the include edges; 11: the
 /// edges that the entities do not imply move from the search shard into
 /// edge shards by range of entities, fetched for the entities a question's
-/// expansion and answer look up).
-pub const WEB_FORMAT_VERSION: u32 = 11;
+/// expansion and answer look up; 12: an entity's parent is stored as its
+/// place among the ancestors of the entity before).
+pub const WEB_FORMAT_VERSION: u32 = 12;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and

@@ -24,7 +24,9 @@ use crate::model::{
 use crate::retrieve::features::{ChunkFeatures, TextFeatures};
 use crate::text::{base_name, file_name};
 
-use super::columns::{opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn};
+use super::columns::{
+    opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn, ParentColumn,
+};
 use super::edges::EdgeColumns;
 
 /// Files, without their hashes, parse statistics, warnings or `#include`
@@ -48,7 +50,7 @@ pub struct EntityColumns {
     kind: Vec<EntityKind>,
     name: DiffColumn,
     qualified_name: DiffColumn,
-    parent: Vec<u64>,
+    parent: ParentColumn,
     parent_symbol: DiffColumn,
     class_name: OptDiffColumn,
     file: Vec<u64>,
@@ -248,9 +250,7 @@ impl Tables {
 
         let en = &mut t.entities;
         let mut last_file = 0u32;
-        // A parent as a step from the entity before's parent (0 for a
-        // sibling, which most entities are).
-        let mut last_parent = 0u32;
+        en.parent = ParentColumn::pack(&entities.iter().map(|e| e.parent).collect::<Vec<_>>());
         for (i, e) in entities.iter().enumerate() {
             if e.id as usize != i {
                 return Err(CoreError::malformed(format!(
@@ -264,8 +264,6 @@ impl Tables {
             let name = predict_name(files, &entities[..i], e.kind, e.parent, e.file);
             en.name.push(&name, &e.name);
             en.qualified_name.push(&qualified, &e.qualified_name);
-            en.parent.push(opt_step(last_parent, e.parent));
-            last_parent = e.parent.unwrap_or(last_parent);
             en.parent_symbol.push(&parent_symbol, &e.parent_symbol);
             en.class_name
                 .push(Some(e.parent_symbol.as_str()), e.class_name.as_deref());
@@ -434,11 +432,9 @@ impl Tables {
         let mut entities: Vec<Entity> = Vec::with_capacity(n);
         let mut last_file = 0u32;
         let mut class_names = Vec::with_capacity(n);
-        let mut last_parent = 0u32;
-        for i in 0..n {
+        let parents = en.parent.unpack()?;
+        for (i, &parent) in parents.iter().enumerate() {
             let id = i as u32;
-            let parent = unopt_step(last_parent, en.parent[i], "entity parent")?;
-            last_parent = parent.unwrap_or(last_parent);
             let file = unopt_step(last_file, en.file[i], "entity file")?;
             last_file = file.unwrap_or(last_file);
             let kind = en.kind[i];
@@ -682,16 +678,10 @@ mod tests {
         let n: u32 = 3 << 10;
         let mut t = Tables::default();
         let en = &mut t.entities;
-        for i in 0..n {
+        for _ in 0..n {
             en.kind.push(EntityKind::Class);
             en.name.push("", "ab");
             en.qualified_name.push("", "");
-            // Parents are steps from the entity before's parent.
-            en.parent.push(if i == 0 {
-                0
-            } else {
-                opt_step(i.saturating_sub(2), Some(i - 1))
-            });
             en.parent_symbol.push("", "");
             en.class_name.tag.push(0);
             en.file.push(0);
@@ -701,10 +691,12 @@ mod tests {
             en.gloss_source.push(GlossSource::Structural);
             en.gloss_model.push(None);
         }
+        let chain: Vec<Option<u32>> = (0..n).map(|i| i.checked_sub(1)).collect();
+        t.entities.parent = ParentColumn::pack(&chain);
         let err = t.unpack().unwrap_err();
         assert!(err.to_string().contains("decode to more than"), "{err}");
         // A shallow tree of the same size decodes.
-        t.entities.parent = vec![0; n as usize];
+        t.entities.parent = ParentColumn::pack(&vec![None; n as usize]);
         assert_eq!(t.unpack().unwrap().entities.len(), n as usize);
     }
 
