@@ -523,11 +523,6 @@ pub struct IndexData {
 }
 
 impl IndexData {
-    /// Every entity's kind, by id.
-    pub fn entity_kinds(&self) -> Vec<crate::model::EntityKind> {
-        self.entities.iter().map(|e| e.kind).collect()
-    }
-
     /// Encode every table as a data file: `(kind, bytes)` in file order.
     pub fn encode(&self) -> Result<Vec<(DataKind, Vec<u8>)>, CoreError> {
         Ok(vec![

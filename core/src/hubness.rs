@@ -34,7 +34,6 @@
 //! them, deterministic, and linear in the corpus.
 
 use crate::ivf::squared_l2;
-use crate::sort::sort_by;
 
 /// Neighbours whose mean squared distance is a chunk's radius.
 pub const NEIGHBOURS: usize = 10;
@@ -67,7 +66,7 @@ pub fn radii(
                 .enumerate()
                 .map(|(j, o)| (squared_l2(c, o), j))
                 .collect();
-            sort_by(&mut order, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             order
                 .into_iter()
                 .take(NEIGHBOUR_PROBE)

@@ -11,9 +11,10 @@
 //! The result is exactly `slice::sort_by`'s: the sort is stable and
 //! compares the same elements, so equal elements keep their order.
 //!
-//! It is for the short lists of the rankings and the answer. The sorts over
-//! every hit of a question (keyword hits, vector distances, the chunks of
-//! the files expansion reaches) keep the standard sort: through the
+//! It is for the short lists of the rankings and the answer. Native-only
+//! sorts (the indexer's neighbour radii, the `bm25-files` baseline) and
+//! the sorts over every hit of a question (keyword hits, vector distances,
+//! the chunks of the files expansion reaches) keep the standard sort: through the
 //! permutation, `cargo xtask bench site` measured the native retrieval on
 //! a 51k-chunk corpus at 3.1-3.5 / 8.1-8.4 ms (p50 / p95) against 2.6 /
 //! 5.2-5.5 with them on the standard sort, for 2.3 KB less of the module.

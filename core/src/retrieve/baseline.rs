@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use super::corpus::Corpus;
 use crate::lexical::{tokenize, B, K1};
 use crate::model::EntityKind;
-use crate::sort::sort_by;
 
 /// A file-level BM25 index.
 pub struct FileBaseline {
@@ -86,7 +85,7 @@ impl FileBaseline {
             })
             .filter(|(s, _)| *s > 0.0)
             .collect();
-        sort_by(&mut scores, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scores.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         scores
             .into_iter()
             .map(|(_, i)| self.paths[i].as_str())

@@ -147,7 +147,7 @@ impl Corpus {
             by_file_name.entry(name).or_default().push(f.id);
             by_base_name.entry(base).or_default().push(f.id);
         }
-        let graph = Graph::complete(&data.entity_kinds(), &data.edges);
+        let graph = Graph::complete(&data.entities, &data.edges);
         let chunk_vectors = vectors
             .as_ref()
             .map(|v| v.all_vectors())

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use crate::lexical::Wanted;
-use crate::model::{Edge, EdgeKind, EntityKind};
+use crate::model::{Edge, EdgeKind, Entity, EntityKind};
 
 /// Edges per entity and what of them is loaded.
 #[derive(Clone, Debug, Default)]
@@ -40,9 +40,9 @@ struct Ranges {
 }
 
 impl Graph {
-    /// The complete graph of `edges` over `entities` entities (kinds by
-    /// entity id, to find call chains).
-    pub fn complete(entities: &[EntityKind], edges: &[Edge]) -> Self {
+    /// The complete graph of `edges` over `entities` (ids equal to
+    /// positions).
+    pub fn complete(entities: &[Entity], edges: &[Edge]) -> Self {
         let mut g = Graph::default();
         g.rebuild(entities, edges);
         g
@@ -51,7 +51,7 @@ impl Graph {
     /// A graph whose edges load per range of entities: `starts` are the
     /// ranges' first entities (increasing from 0; none: nothing to load).
     /// `edges` are those known so far (the implied ones).
-    pub fn partial(entities: &[EntityKind], edges: &[Edge], starts: Vec<u32>) -> Self {
+    pub fn partial(entities: &[Entity], edges: &[Edge], starts: Vec<u32>) -> Self {
         let mut g = Graph::complete(entities, edges);
         if !starts.is_empty() {
             g.ranges = Some(Ranges {
@@ -64,7 +64,7 @@ impl Graph {
     }
 
     /// Rebuild the lookups from every edge known now, in their order.
-    pub fn rebuild(&mut self, entities: &[EntityKind], edges: &[Edge]) {
+    pub fn rebuild(&mut self, entities: &[Entity], edges: &[Edge]) {
         let n = entities.len();
         self.out = vec![Vec::new(); n];
         self.inc = vec![Vec::new(); n];
@@ -78,7 +78,8 @@ impl Graph {
             };
             out.push((e.kind, e.to));
             self.inc[e.to as usize].push((e.kind, e.from));
-            if e.kind == EdgeKind::Summarizes && entities[e.from as usize] == EntityKind::CallChain
+            if e.kind == EdgeKind::Summarizes
+                && entities[e.from as usize].kind == EntityKind::CallChain
             {
                 self.call_chain_of.insert(e.to, e.from);
             }
@@ -146,17 +147,21 @@ mod tests {
 
     #[test]
     fn lookups_record_the_ranges_they_lack() {
-        let kinds = vec![
+        let entities: Vec<Entity> = [
             EntityKind::File,
             EntityKind::Function,
             EntityKind::CallChain,
             EntityKind::Function,
-        ];
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| Entity::new(i as u32, k, format!("e{i}"), format!("e{i}")))
+        .collect();
         let implied = vec![
             edge(0, 1, EdgeKind::Contains),
             edge(2, 1, EdgeKind::Summarizes),
         ];
-        let mut g = Graph::partial(&kinds, &implied, vec![0, 2]);
+        let mut g = Graph::partial(&entities, &implied, vec![0, 2]);
         assert_eq!(g.call_chain(1), Some(2));
         assert_eq!(g.out_edges(3), &[]);
         assert_eq!(g.take_wanted(), vec![0, 1]);
@@ -164,14 +169,14 @@ mod tests {
         let mut all = implied.clone();
         all.push(edge(1, 3, EdgeKind::Calls));
         all.sort_unstable();
-        g.rebuild(&kinds, &all);
+        g.rebuild(&entities, &all);
         g.set_loaded(0);
         g.set_loaded(1);
         assert_eq!(g.out_edges(1), &[(EdgeKind::Calls, 3)]);
         assert_eq!(g.in_edges(3), &[(EdgeKind::Calls, 1)]);
         assert!(g.take_wanted().is_empty());
         // The complete graph never records.
-        let c = Graph::complete(&kinds, &all);
+        let c = Graph::complete(&entities, &all);
         assert_eq!(c.out_edges(1), g.out_edges(1));
         assert!(c.take_wanted().is_empty());
         assert_eq!(c.range_of(1), None);

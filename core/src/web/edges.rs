@@ -262,7 +262,7 @@ impl WebIndex {
     /// Positions of the edge shards whose entities the lookups since the
     /// last call needed but that are not loaded yet (the ranges are taken:
     /// a second call returns none).
-    pub fn missing_edge_shards(&self) -> Vec<usize> {
+    pub(super) fn missing_edge_shards(&self) -> Vec<usize> {
         let wanted = self.corpus.graph.take_wanted();
         let positions: Vec<usize> = self
             .manifest
@@ -302,7 +302,7 @@ impl WebIndex {
         } else {
             data.edges = edges;
         }
-        self.corpus.graph.rebuild(&data.entity_kinds(), &data.edges);
+        self.corpus.graph.rebuild(&data.entities, &data.edges);
         self.corpus.graph.set_loaded(range);
         Ok(())
     }

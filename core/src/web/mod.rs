@@ -533,7 +533,7 @@ impl WebIndex {
         let doc_len = s.doc_len.iter().map(|&c| length_of_code(c)).collect();
         let lexical = LexicalIndex::in_runs(s.weights, runs, doc_len);
         let mut corpus = Corpus::with_features(data, None, lexical, t.features);
-        corpus.graph = Graph::partial(&corpus.data.entity_kinds(), &corpus.data.edges, edge_starts);
+        corpus.graph = Graph::partial(&corpus.data.entities, &corpus.data.edges, edge_starts);
         Ok(WebIndex {
             manifest,
             edges_implied: t.edges_implied,
