@@ -337,6 +337,9 @@ class CodeglossSearch extends HTMLElement {
       const fresh = this.#renderCard(card);
       const gloss = fresh.querySelector('.cg-gloss');
       const details = fresh.querySelector('details');
+      // A chunk's lines arrive with its text.
+      const lines = fresh.querySelector('.cg-lines');
+      if (lines && !entry.el.querySelector('.cg-lines')) entry.el.querySelector('.cg-path').after(lines);
       if (gloss && !entry.el.querySelector('.cg-gloss')) entry.el.querySelector('.cg-loc').after(gloss);
       if (details && !entry.details) {
         entry.el.append(details);
@@ -368,7 +371,7 @@ class CodeglossSearch extends HTMLElement {
   /** A card's identity across rankings (its number changes with its rank). */
   #cardKey(n) {
     const card = this.#cards.get(n)?.card;
-    return card ? `${card.path}\n${card.start_line}\n${card.end_line}\n${title(card)}` : null;
+    return card ? `${card.chunk}` : null;
   }
 
   /** What the reader has open, selected and focused among the shown results. */

@@ -318,18 +318,19 @@ async function handleText(id) {
 
 // The answer prompt of the last search, with core's answer defaults. The
 // context completes chunks into whole units (the rest of a class, a
-// section's subsections, a file's text): their text is loaded first.
-// The context may look up the edges of entities not loaded yet: those
-// are fetched, and the prompt built again.
+// section's subsections, a file's text): their text is loaded first, and
+// before it the text of the chunks whose lines say what a unit holds
+// (lines arrive with text). The context may look up the edges of
+// entities not loaded yet: those are fetched, and the prompt built again.
 async function lastPrompt() {
   const defaults = JSON.parse(engine.answerDefaults());
-  for (let round = 0; round < 4; round++) {
-    await loadText(JSON.parse(engine.contextChunks()));
+  for (let round = 0; round < 8; round++) {
     const prompt = JSON.parse(engine.prompt(defaults.context_tokens));
-    if (!prompt.need_shards) return { prompt, defaults };
-    await fetchNeeded(prompt);
+    if (prompt.need_text) await loadText(prompt.need_text);
+    else if (prompt.need_shards) await fetchNeeded(prompt);
+    else return { prompt, defaults };
   }
-  throw new Error('the edge shards of the answer context did not settle');
+  throw new Error('the text and edge shards of the answer context did not settle');
 }
 
 async function handleAsk(id, query, settings) {

@@ -656,10 +656,11 @@ fn an_excerpt_cannot_close_its_fence() {
     assert!(ctx.text.contains("````"), "{}", ctx.text);
 }
 
-/// The browser loads only the text of `context_chunks` before it builds a
-/// context: with every other chunk's code gone, the context is the same,
-/// for a namespace block (whose unit is the file's text inside it), a
-/// file and a plain question.
+/// The browser loads only the text of `line_chunks`, then of
+/// `context_chunks`, before it builds a context (a chunk's lines arrive
+/// with its text): with every other chunk's code and lines gone, the units
+/// and the context are the same, for a namespace block (whose unit is the
+/// file's text inside it), a file and a plain question.
 #[test]
 fn the_context_needs_only_the_text_of_its_context_chunks() {
     let data = &corpus().data;
@@ -684,16 +685,21 @@ fn the_context_needs_only_the_text_of_its_context_chunks() {
         question,
     ] {
         let full = build_context_estimated(corpus(), &r, QUESTION, 1500);
-        let needed = codegloss_core::answer::context_chunks(corpus(), &r);
-        let mut only = corpus().data.clone();
-        for c in &mut only.chunks {
-            if !needed.contains(&c.id) {
-                c.code.clear();
+        let with_text = |ids: &[u32]| {
+            let mut only = corpus().data.clone();
+            for c in &mut only.chunks {
+                if !ids.contains(&c.id) {
+                    c.code.clear();
+                    c.start_line = 0;
+                    c.end_line = 0;
+                }
             }
-        }
-        let lexical = corpus().lexical.clone();
-        let loaded = Corpus::new(only, None, lexical);
-        let partial = build_context_estimated(&loaded, &r, QUESTION, 1500);
+            Corpus::new(only, None, corpus().lexical.clone())
+        };
+        let lines = codegloss_core::answer::line_chunks(&with_text(&[]), &r);
+        let needed = codegloss_core::answer::context_chunks(&with_text(&lines), &r);
+        assert_eq!(needed, codegloss_core::answer::context_chunks(corpus(), &r));
+        let partial = build_context_estimated(&with_text(&needed), &r, QUESTION, 1500);
         assert!(!full.chunks.is_empty());
         assert!(full.text.contains("```"), "{}", full.text);
         assert_eq!(partial.text, full.text);

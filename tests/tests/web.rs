@@ -126,8 +126,8 @@ fn deterministic() {
 }
 
 /// The native tables as the search shard should carry them: no text, no
-/// file hashes, parse statistics, warnings, include directives or entity
-/// spans.
+/// file hashes, parse statistics, warnings, include directives, entity
+/// spans or chunk lines.
 fn stripped(data: &IndexData) -> IndexData {
     let mut d = data.clone();
     for f in &mut d.files {
@@ -156,6 +156,8 @@ fn stripped(data: &IndexData) -> IndexData {
         c.section_path = None;
         c.file_name.clear();
         c.module.clear();
+        c.start_line = 0;
+        c.end_line = 0;
     }
     d
 }
@@ -370,6 +372,35 @@ fn the_web_corpus_ranks_like_the_native_one() {
     assert!(!retrieve_web(&mut fresh, &s, QUESTIONS[1]).1.is_empty());
 }
 
+/// The answer's context of `b`, built again with the edges it lacked
+/// (each one of `edge_shards`), as the worker does.
+fn context_with_edges(
+    w: &mut WebIndex,
+    s: &SiteIndex,
+    b: &codegloss_core::retrieve::Retrieval,
+    q: &str,
+    edge_shards: &[usize],
+) -> codegloss_core::answer::Context {
+    let mut context = build_context_estimated(&w.corpus, b, q, 2_000);
+    for _ in 0..3 {
+        let m = w.missing();
+        if m.is_empty() {
+            break;
+        }
+        for p in m.shards {
+            assert!(edge_shards.contains(&p), "{q}: shard {p}");
+            let name = s.manifest.shards[p].name.clone();
+            w.add_shard(p, bytes_of(s, &name)).unwrap();
+        }
+        context = build_context_estimated(&w.corpus, b, q, 2_000);
+    }
+    assert!(
+        w.missing().is_empty(),
+        "{q}: the context's edges did not settle"
+    );
+    context
+}
+
 #[test]
 fn edges_load_for_the_entities_a_question_and_its_answer_look_up() {
     let (_, data, lexical) = native();
@@ -398,24 +429,7 @@ fn edges_load_for_the_entities_a_question_and_its_answer_look_up() {
         let edges = fetched.iter().filter(|p| edge_shards.contains(p)).count();
         assert!(edges < edge_shards.len(), "{q}: every edge shard fetched");
         fetched_any |= edges > 0;
-        // The answer's context, built again with the edges it lacked.
-        let mut context = build_context_estimated(&w.corpus, &b, q, 2_000);
-        for _ in 0..3 {
-            let m = w.missing();
-            if m.is_empty() {
-                break;
-            }
-            for p in m.shards {
-                assert!(edge_shards.contains(&p), "{q}: shard {p}");
-                let name = s.manifest.shards[p].name.clone();
-                w.add_shard(p, bytes_of(&s, &name)).unwrap();
-            }
-            context = build_context_estimated(&w.corpus, &b, q, 2_000);
-        }
-        assert!(
-            w.missing().is_empty(),
-            "{q}: the context's edges did not settle"
-        );
+        let context = context_with_edges(&mut w, &s, &b, q, &edge_shards);
         assert_eq!(
             context,
             build_context_estimated(&native, &a, q, 2_000),
@@ -423,6 +437,62 @@ fn edges_load_for_the_entities_a_question_and_its_answer_look_up() {
         );
     }
     assert!(fetched_any, "no question followed an edge");
+}
+
+/// What the worker does for an answer (`Engine::prompt`), without the
+/// text of any chunk to start with: load the text of `line_chunks` (a
+/// chunk's lines arrive with its text, and they choose the units), then of
+/// `context_chunks`, then the edges the context looks up. The context is
+/// the native one.
+#[test]
+fn an_answer_loads_the_lines_then_the_text_of_its_units() {
+    let (_, data, lexical) = native();
+    let native = Corpus::new(data.clone(), None, lexical.clone());
+    let s = site();
+    assert!(s.manifest.shards_of(ShardKind::TextDirectory).count() == 1);
+    let settings = RetrievalSettings::default();
+    for q in QUESTIONS {
+        let mut w = open(&s);
+        let (b, _) = retrieve_web(&mut w, &s, q);
+        let a = retrieve(&native, q, None, &settings).unwrap();
+        assert_eq!(a.chunks, b.chunks, "{q}");
+        let mut rounds = 0;
+        loop {
+            let lines = codegloss_core::answer::line_chunks(&w.corpus, &b);
+            let wanted = if w.missing_text(&lines).is_empty() {
+                codegloss_core::answer::context_chunks(&w.corpus, &b)
+            } else {
+                lines
+            };
+            if w.missing_text(&wanted).is_empty() {
+                break;
+            }
+            rounds += 1;
+            assert!(rounds < 6, "{q}: the text did not settle");
+            for _ in 0..2 {
+                for p in w.missing_text(&wanted) {
+                    let name = w.manifest.shards[p].name.clone();
+                    w.add_text(p, bytes_of(&s, &name)).unwrap();
+                }
+            }
+        }
+        let edge_shards: Vec<usize> = s
+            .manifest
+            .shards_of(ShardKind::Edges)
+            .map(|(p, _)| p)
+            .collect();
+        let context = context_with_edges(&mut w, &s, &b, q, &edge_shards);
+        assert_eq!(
+            context,
+            build_context_estimated(&native, &a, q, 2_000),
+            "{q}"
+        );
+        let all: Vec<u32> = (0..data.chunks.len() as u32).collect();
+        assert!(
+            !w.missing_text(&all).is_empty(),
+            "{q}: every text shard loaded"
+        );
+    }
 }
 
 #[test]

@@ -185,10 +185,18 @@ impl Engine {
             return Ok(self.need(m).to_string());
         }
         let corpus = &self.index.corpus;
+        // A chunk's lines arrive with its text: until then it has none.
         let chunks: Vec<Value> = r
             .chunks
             .iter()
-            .map(|rc| rc.to_json(corpus, false))
+            .map(|rc| {
+                let mut v = rc.to_json(corpus, false);
+                if let (false, Some(m)) = (self.index.has_text(rc.chunk), v.as_object_mut()) {
+                    m.remove("start_line");
+                    m.remove("end_line");
+                }
+                v
+            })
             .collect();
         let ids: Vec<u32> = r.chunks.iter().map(|c| c.chunk).collect();
         let missing = self.shard_refs(self.index.missing_text(&ids));
@@ -254,6 +262,8 @@ impl Engine {
             .map(|(i, rc)| {
                 let c = &data.chunks[rc.chunk as usize];
                 let e = &data.entities[c.entity as usize];
+                // Lines arrive with the chunk's text.
+                let lines = self.index.has_text(rc.chunk);
                 json!({
                     "n": i + 1,
                     "chunk": rc.chunk,
@@ -262,8 +272,8 @@ impl Engine {
                     "qualified_name": e.qualified_name,
                     "kind": e.kind.as_str(),
                     "path": c.path,
-                    "start_line": c.start_line,
-                    "end_line": c.end_line,
+                    "start_line": lines.then_some(c.start_line),
+                    "end_line": lines.then_some(c.end_line),
                     "language": codegloss_core::answer::fence_language(&c.path),
                     "gloss": e.gloss.text,
                     "code": c.searchable_code(),
@@ -279,14 +289,26 @@ impl Engine {
     /// JSON `[id]`: the retrieved chunks and the chunks that complete them
     /// into whole units (the rest of a split class, a section's
     /// subsections, a file's text). Load their text before [`prompt`].
+    ///
+    /// The units are chosen by lines, which arrive with the text: while
+    /// the text of the chunks whose lines say what a unit holds is
+    /// missing, those chunks instead. Load them and ask again, until the
+    /// text of every chunk returned is loaded.
     #[wasm_bindgen(js_name = contextChunks)]
     pub fn context_chunks(&self) -> Result<String, JsError> {
         let (_, r) = self.last()?;
-        Ok(json!(codegloss_core::answer::context_chunks(
-            &self.index.corpus,
-            r
-        ))
-        .to_string())
+        Ok(json!(self.text_wanted(r)).to_string())
+    }
+
+    /// The chunks whose text the context of `r` still lacks, in the order
+    /// [`Engine::context_chunks`] gives: the lines first, then the units.
+    fn text_wanted(&self, r: &Retrieval) -> Vec<u32> {
+        let corpus = &self.index.corpus;
+        let lines = codegloss_core::answer::line_chunks(corpus, r);
+        if !self.index.missing_text(&lines).is_empty() {
+            return lines;
+        }
+        codegloss_core::answer::context_chunks(corpus, r)
     }
 
     /// The chat messages for the last search, JSON: `{messages, context,
@@ -295,11 +317,18 @@ impl Engine {
     /// names the n-th card; the lowest-ranked chunks are left out when the
     /// `budget` (estimated tokens) is spent.
     ///
-    /// When the context looked up the edges of entities whose edge shards
-    /// are not loaded, returns `{need_shards: [...]}` instead (as
-    /// [`Engine::search`] does): add them and ask again.
+    /// When the text of the context's chunks is not all loaded, returns
+    /// `{need_text: [chunk]}` instead (load it, as for
+    /// [`Engine::context_chunks`], and ask again); when the context looked
+    /// up the edges of entities whose edge shards are not loaded,
+    /// `{need_shards: [...]}` (as [`Engine::search`] does): add them and
+    /// ask again.
     pub fn prompt(&self, budget: u32) -> Result<String, JsError> {
         let (question, r) = self.last()?;
+        let wanted = self.text_wanted(r);
+        if !self.index.missing_text(&wanted).is_empty() {
+            return Ok(json!({ "need_text": wanted }).to_string());
+        }
         let context = build_context_estimated(&self.index.corpus, r, question, budget as usize);
         let m = self.index.missing();
         if !m.is_empty() {

@@ -31,4 +31,4 @@ pub use prompt::{
     answer_template, shape_for, ANSWER_COMPARE, ANSWER_EXPLAIN, ANSWER_HOWTO, ANSWER_LOCATE,
     ANSWER_SHAPES, ANSWER_TRACE,
 };
-pub use unit::{context_chunks, unit_chunks};
+pub use unit::{context_chunks, line_chunks, unit_chunks};

@@ -197,8 +197,48 @@ pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
     vec![chunk]
 }
 
+/// The chunks whose lines [`context_chunks`] reads: the retrieved chunks,
+/// and for a retrieved file, namespace block or documentation section
+/// (whose unit is chosen by lines) every text chunk of its file, and the
+/// file chunk. In the browser a chunk's lines arrive with its text: load
+/// these first, then ask [`context_chunks`] for the exact units.
+pub fn line_chunks(corpus: &Corpus, retrieval: &Retrieval) -> Vec<u32> {
+    let data = &corpus.data;
+    let mut out: Vec<u32> = Vec::new();
+    let add = |id: u32, out: &mut Vec<u32>| {
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    };
+    for rc in &retrieval.chunks {
+        let Some(c) = data.chunks.get(rc.chunk as usize) else {
+            continue;
+        };
+        add(c.id, &mut out);
+        let e = &data.entities[c.entity as usize];
+        if !matches!(
+            e.kind,
+            EntityKind::File | EntityKind::Namespace | EntityKind::DocSection
+        ) {
+            continue;
+        }
+        if let Some(f) = e.file.and_then(|f| corpus.file_chunk(f)) {
+            add(f, &mut out);
+        }
+        for o in data
+            .chunks
+            .iter()
+            .filter(|o| o.path == c.path && !data.entities[o.entity as usize].kind.is_summary())
+        {
+            add(o.id, &mut out);
+        }
+    }
+    out
+}
+
 /// Every chunk whose text the context of a retrieval may show: the
 /// retrieved chunks and the chunks that complete them ([`unit_chunks`]).
+/// Its units are chosen by the lines of [`line_chunks`].
 pub fn context_chunks(corpus: &Corpus, retrieval: &Retrieval) -> Vec<u32> {
     let mut out: Vec<u32> = Vec::new();
     for rc in &retrieval.chunks {

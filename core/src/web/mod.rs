@@ -18,7 +18,7 @@
 //!   first question that writes such a name; one *vectors* shard, loaded with semantic search, or under
 //!   `[retrieval] ivf_probe` a vector *directory* loaded with semantic
 //!   search and the *partitions* a question probes (`vectors.rs`); and *text*
-//!   shards (code and glosses of a run of chunks, 64 KiB before compression),
+//!   shards (code, glosses and lines of a run of chunks, 64 KiB before compression),
 //!   fetched only for the chunks shown or sent to the model.
 //!
 //! Shards are deflate-compressed here, so the bytes a browser transfers do
@@ -81,8 +81,10 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// edges that the entities do not imply move from the search shard into
 /// edge shards by range of entities, fetched for the entities a question's
 /// expansion and answer look up; 12: an entity's parent is stored as its
-/// place among the ancestors of the entity before).
-pub const WEB_FORMAT_VERSION: u32 = 12;
+/// place among the ancestors of the entity before; 13: a chunk's lines
+/// move from the search shard into its text shard, since only what shows
+/// or quotes a chunk reads them).
+pub const WEB_FORMAT_VERSION: u32 = 13;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
@@ -359,6 +361,12 @@ pub struct ChunkText {
     pub file_name: String,
     /// Module (folder).
     pub module: String,
+    /// First line in the file (0: the whole file). No ranking reads a
+    /// chunk's lines, only what shows or quotes it (cards, an answer's
+    /// context), so they arrive with its text.
+    pub start_line: u32,
+    /// Last line in the file.
+    pub end_line: u32,
 }
 
 impl ChunkText {
@@ -388,6 +396,8 @@ impl ChunkText {
         std::mem::swap(&mut self.section_path, &mut c.section_path);
         std::mem::swap(&mut self.file_name, &mut c.file_name);
         std::mem::swap(&mut self.module, &mut c.module);
+        std::mem::swap(&mut self.start_line, &mut c.start_line);
+        std::mem::swap(&mut self.end_line, &mut c.end_line);
     }
 }
 

@@ -5,7 +5,7 @@
 //! It exists because the search shard is what a browser downloads before
 //! its first result, and most of it is redundant: a chunk repeats its
 //! entity's path, name and parent; an entity's qualified name is its
-//! parent's plus its own name; ids and line numbers grow in small steps.
+//! parent's plus its own name; ids grow in small steps.
 //! Storing rows as bincode structs let deflate find some of that; storing
 //! columns of differences from a prediction lets it find nearly all of it
 //! (the IPPL search shard shrank from 468 KB to the size `cargo xtask bench
@@ -78,8 +78,6 @@ pub struct ChunkColumns {
     symbol_name: DiffColumn,
     parent_symbol: DiffColumn,
     class_name: OptDiffColumn,
-    start_line: Vec<u64>,
-    line_count: Vec<u32>,
 }
 
 /// Text features, per-chunk facts as columns; the qualified names travel in
@@ -278,8 +276,6 @@ impl Tables {
 
         let ch = &mut t.chunks;
         let mut last_entity = 0u32;
-        let mut last_start = 0u32;
-        let mut last_end = 0u32;
         for (i, c) in chunks.iter().enumerate() {
             if c.id as usize != i {
                 return Err(CoreError::malformed(format!(
@@ -313,18 +309,6 @@ impl Tables {
             ch.parent_symbol.push(&e.parent_symbol, &c.parent_symbol);
             ch.class_name
                 .push(e.class_name.as_deref(), c.class_name.as_deref());
-            // A later part of a split entity starts after the part before
-            // it; others step from the chunk before's start.
-            let from = if c.part > 0 {
-                last_end.wrapping_add(1)
-            } else {
-                last_start
-            };
-            ch.start_line.push(step(from, c.start_line));
-            last_start = c.start_line;
-            last_end = c.end_line;
-            ch.line_count
-                .push(c.end_line.wrapping_sub(c.start_line).wrapping_add(1));
         }
 
         t.edges = edges;
@@ -487,16 +471,12 @@ impl Tables {
                 ch.symbol_name.len(),
                 ch.parent_symbol.len(),
                 ch.class_name.tag.len(),
-                ch.start_line.len(),
-                ch.line_count.len(),
             ],
             n,
             "chunk",
         )?;
         let mut chunks = Vec::with_capacity(n);
         let mut last_entity = 0u32;
-        let mut last_start = 0u32;
-        let mut last_end = 0u32;
         let mut owners = Vec::with_capacity(n);
         for i in 0..n {
             let entity = unstep(last_entity, ch.entity[i], "chunk entity")?;
@@ -508,14 +488,6 @@ impl Tables {
             let file = e.file.and_then(|f| files.get(f as usize));
             let (part, parts) = (ch.part[i], ch.parts[i]);
             let p = predict_chunk(&files, e, part, parts);
-            let from = if part > 0 {
-                last_end.wrapping_add(1)
-            } else {
-                last_start
-            };
-            let start_line = unstep(from, ch.start_line[i], "chunk line")?;
-            last_start = start_line;
-            last_end = start_line.wrapping_add(ch.line_count[i]).wrapping_sub(1);
             let scope = match (ch.scope[i], file) {
                 (Some(s), _) => s,
                 (None, Some(f)) => f.scope,
@@ -544,8 +516,9 @@ impl Tables {
                 leading_comment: None,
                 code: String::new(),
                 frame: CodeFrame::default(),
-                start_line,
-                end_line: start_line.wrapping_add(ch.line_count[i]).wrapping_sub(1),
+                // Lines travel in the chunk's text shard.
+                start_line: 0,
+                end_line: 0,
                 module: String::new(),
                 section_path: None,
             });

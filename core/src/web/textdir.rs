@@ -108,6 +108,15 @@ pub fn text_directory_shard(text: &[ShardInfo]) -> Result<(ShardInfo, Vec<u8>), 
 }
 
 impl WebIndex {
+    /// Whether a chunk's text shard is loaded: its code, gloss and lines
+    /// (the search shard does not carry a chunk's lines).
+    pub fn has_text(&self, chunk: u32) -> bool {
+        (chunk as usize) < self.corpus.data.chunks.len()
+            && self
+                .shard_covering(ShardKind::Text, chunk)
+                .is_some_and(|s| self.loaded.contains(&s))
+    }
+
     /// Positions (in the manifest's shard list) of the text shards still
     /// needed to show these chunks with their code and glosses: the text
     /// directory's alone while it is not loaded (its shards then join the
