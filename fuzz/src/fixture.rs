@@ -15,7 +15,7 @@ use codegloss_core::format::EmbeddingInfo;
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::vectors::HnswParams;
-use codegloss_core::web::{build_site_index, ShardInfo, WebManifest};
+use codegloss_core::web::{build_site_index, ShardInfo, WebIndex, WebManifest};
 use codegloss_core::{DataKind, IndexData, Manifest, VectorIndex};
 use codegloss_indexer::{embed::vectorize, ingest::build, store, Config};
 
@@ -36,6 +36,9 @@ pub struct Fixture {
     pub corpus: Corpus,
     /// The web manifest.
     pub web: WebManifest,
+    /// The web manifest with the postings and edge shards that the search
+    /// shard lists, at the positions a `WebIndex` opened on it gives them.
+    pub web_listed: WebManifest,
     /// The text shards its text directory lists.
     pub web_text: Vec<ShardInfo>,
     /// `codegloss.json` as written.
@@ -164,6 +167,10 @@ fn build_fixture() -> Fixture {
         .expect("laying the fixture out for the web");
     let web_json = site.manifest.to_json();
     let mut shards: BTreeMap<String, Vec<u8>> = site.files.into_iter().collect();
+    let search = site.manifest.search_shard().expect("a search shard");
+    let web_listed = WebIndex::open(site.manifest.clone(), &shards[&search.name])
+        .expect("opening the fixture's web index")
+        .manifest;
     let mut partitioned = manifest.clone();
     partitioned.retrieval = Some(RetrievalSettings {
         ivf_probe: 2,
@@ -192,6 +199,7 @@ fn build_fixture() -> Fixture {
         files,
         corpus,
         web: site.manifest,
+        web_listed,
         web_text: site.text,
         web_ivf: site_ivf.manifest,
         web_json,

@@ -111,7 +111,7 @@ pub fn data_file(kind: DataKind, payload: &[u8]) -> Vec<u8> {
 pub fn shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
     let fx = fixture::get();
     let info = fx
-        .web
+        .web_listed
         .shards_of(kind)
         .chain(fx.web_ivf.shards_of(kind))
         .map(|(_, s)| s)
@@ -122,6 +122,15 @@ pub fn shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
     debug_assert_eq!(out[..8], WEB_MAGIC);
     out.extend_from_slice(&miniz_oxide::deflate::compress_to_vec(payload, 1));
     out
+}
+
+/// A shard listed in the search shard's directory (postings, edges),
+/// vouched for after opening: the entry at `position` of the opened
+/// index's list takes these size and hash.
+struct Vouch {
+    position: usize,
+    bytes: u64,
+    sha256: String,
 }
 
 /// The question a harness asks, `pick` choosing among two fixed ones (the
@@ -298,6 +307,7 @@ fn drive_web<'a>(
     get: &dyn Fn(&str) -> Option<&'a [u8]>,
     settings_json: &str,
     pick: usize,
+    vouch: Option<Vouch>,
 ) {
     let Ok(search) = manifest.search_shard() else {
         return;
@@ -311,6 +321,12 @@ fn drive_web<'a>(
     let Ok(mut index) = WebIndex::open(manifest, search) else {
         return;
     };
+    if let Some(v) = vouch {
+        if let Some(s) = index.manifest.shards.get_mut(v.position) {
+            s.bytes = v.bytes;
+            s.sha256 = v.sha256;
+        }
+    }
     if let Some(v) = index.manifest.vectors_shard().cloned() {
         if let Some(bytes) = get(&v.name) {
             let _ = index.add_vectors(bytes);
@@ -423,6 +439,7 @@ pub fn web_manifest(input: &[u8]) {
             &|name| fx.shards.get(name).map(Vec::as_slice),
             settings,
             input.len(),
+            None,
         );
     });
 }
@@ -484,7 +501,11 @@ pub fn web_shard(input: &[u8]) {
         } else {
             kind
         };
-        let positions: Vec<usize> = manifest.shards_of(listed).map(|(i, _)| i).collect();
+        // Postings and edge shards are listed in the search shard: vouched
+        // for once it is open.
+        let in_search = matches!(listed, ShardKind::Postings | ShardKind::Edges);
+        let list = if in_search { &fx.web_listed } else { &manifest };
+        let positions: Vec<usize> = list.shards_of(listed).map(|(i, _)| i).collect();
         let Some(&position) = positions.get(usize::from(*which) % positions.len().max(1)) else {
             return;
         };
@@ -492,10 +513,25 @@ pub fn web_shard(input: &[u8]) {
             Some((text_name, d)) => (text_name.clone(), d.as_slice()),
             None => (String::new(), bytes.as_slice()),
         };
-        let info = &mut manifest.shards[position];
-        info.bytes = listed_bytes.len() as u64;
-        info.sha256 = codegloss_core::web::shard_hash_hex(listed_bytes);
-        let name = info.name.clone();
+        let (size, sha256) = (
+            listed_bytes.len() as u64,
+            codegloss_core::web::shard_hash_hex(listed_bytes),
+        );
+        let mut vouch = None;
+        let name = if in_search {
+            let name = fx.web_listed.shards[position].name.clone();
+            vouch = Some(Vouch {
+                position,
+                bytes: size,
+                sha256,
+            });
+            name
+        } else {
+            let info = &mut manifest.shards[position];
+            info.bytes = size;
+            info.sha256 = sha256;
+            info.name.clone()
+        };
         let fuzzed: &[u8] = &bytes;
         let get = move |n: &str| {
             if n == name {
@@ -506,7 +542,7 @@ pub fn web_shard(input: &[u8]) {
                 fx.shards.get(n).map(Vec::as_slice)
             }
         };
-        drive_web(manifest, &get, "{}", input.len());
+        drive_web(manifest, &get, "{}", input.len(), vouch);
     });
 }
 

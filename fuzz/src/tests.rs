@@ -92,9 +92,10 @@ fn write_seeds() {
         let web = if kind == ShardKind::VectorDirectory {
             &fx.web_ivf
         } else {
-            &fx.web
+            &fx.web_listed
         };
-        // Text shards are listed in the text directory, not the manifest.
+        // Text shards are listed in the text directory, not the manifest;
+        // postings and edge shards in the search shard.
         let infos: Vec<&ShardInfo> = if kind == ShardKind::Text {
             fx.web_text.iter().collect()
         } else {

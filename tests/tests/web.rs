@@ -46,9 +46,16 @@ fn open(site: &SiteIndex) -> WebIndex {
     WebIndex::open(site.manifest.clone(), bytes_of(site, &search.name)).unwrap()
 }
 
+/// Every shard the site lists: the manifest's, and the postings and edge
+/// shards of the search shard's directory, at the positions a
+/// [`WebIndex`] opened on it gives them.
+fn listed(site: &SiteIndex) -> WebManifest {
+    open(site).manifest
+}
+
 /// Load every edge shard into `w`.
 fn load_edges(w: &mut WebIndex, s: &SiteIndex) {
-    for (p, info) in s.manifest.shards_of(ShardKind::Edges) {
+    for (p, info) in listed(s).shards_of(ShardKind::Edges) {
         w.add_shard(p, bytes_of(s, &info.name)).unwrap();
     }
 }
@@ -77,11 +84,19 @@ fn shards_are_content_addressed_and_sized() {
     let s = site();
     let m = &s.manifest;
     assert_eq!(m.shards_of(ShardKind::Search).count(), 1);
-    // The text shards are listed in the text directory, not the manifest.
+    // The text shards are listed in the text directory, the postings and
+    // edge shards in the search shard, not the manifest.
     assert_eq!(m.shards_of(ShardKind::TextDirectory).count(), 1);
     assert_eq!(m.shards_of(ShardKind::Text).count(), 0);
+    assert_eq!(m.shards_of(ShardKind::Postings).count(), 0);
+    assert_eq!(m.shards_of(ShardKind::Edges).count(), 0);
     assert!(!s.text.is_empty());
-    for (info, (name, bytes)) in m.shards.iter().chain(&s.text).zip(&s.files) {
+    let all = listed(&s);
+    let (_, directory) = all.shards.split_at(m.shards.len());
+    assert!(!directory.is_empty());
+    let written = m.shards.iter().chain(directory).chain(&s.text);
+    assert_eq!(written.clone().count(), s.files.len());
+    for (info, (name, bytes)) in written.zip(&s.files) {
         assert_eq!(&info.name, name);
         assert_eq!(info.sha256, shard_hash_hex(bytes));
         assert_eq!(info.sha256.len(), 32);
@@ -90,7 +105,7 @@ fn shards_are_content_addressed_and_sized() {
     }
     // Postings shards cover every term exactly once, in order.
     let mut next = 0u32;
-    for (_, p) in m.shards_of(ShardKind::Postings) {
+    for (_, p) in all.shards_of(ShardKind::Postings) {
         let [a, b] = p.terms.unwrap();
         assert_eq!(a, next);
         next = b + 1;
@@ -229,16 +244,15 @@ fn postings_shards_carry_the_vocabulary_in_runs() {
     let (_, _, lexical) = native();
     // The manifest names each run's first term; the runs cover the
     // vocabulary in order.
-    let firsts: Vec<&str> = s
-        .manifest
+    let all = listed(&s);
+    let firsts: Vec<&str> = all
         .shards_of(ShardKind::Postings)
         .map(|(_, p)| p.first_term.as_deref().unwrap())
         .collect();
     assert!(firsts.len() >= 2, "the fixture spans several runs");
     assert!(firsts.windows(2).all(|f| f[0] < f[1]));
     // Loaded in reverse order, every run gives back its terms and lists.
-    let shards: Vec<(usize, String)> = s
-        .manifest
+    let shards: Vec<(usize, String)> = all
         .shards_of(ShardKind::Postings)
         .map(|(p, i)| (p, i.name.clone()))
         .collect();
@@ -269,7 +283,7 @@ fn a_term_outside_the_vocabulary_costs_the_run_it_would_be_in() {
     assert!(w.corpus.lexical.chunks_with(absent).is_empty());
     let need = w.missing_keyword_shards();
     assert_eq!(need.len(), 1);
-    let last = s.manifest.shards_of(ShardKind::Postings).last().unwrap().0;
+    let last = listed(&s).shards_of(ShardKind::Postings).last().unwrap().0;
     assert_eq!(need[0], last);
 }
 
@@ -343,7 +357,7 @@ fn retrieve_web(
             return (r, fetched);
         }
         for p in need {
-            let name = s.manifest.shards[p].name.clone();
+            let name = w.manifest.shards[p].name.clone();
             w.add_shard(p, bytes_of(s, &name)).unwrap();
             fetched.push(p);
         }
@@ -358,7 +372,7 @@ fn the_web_corpus_ranks_like_the_native_one() {
     let s = site();
     let mut w = open(&s);
     let settings = RetrievalSettings::default();
-    assert!(s.manifest.shards_of(ShardKind::Postings).count() >= 1);
+    assert!(listed(&s).shards_of(ShardKind::Postings).count() >= 1);
     for q in QUESTIONS {
         let a = retrieve(&native, q, None, &settings).unwrap();
         let (b, _) = retrieve_web(&mut w, &s, q);
@@ -389,7 +403,7 @@ fn context_with_edges(
         }
         for p in m.shards {
             assert!(edge_shards.contains(&p), "{q}: shard {p}");
-            let name = s.manifest.shards[p].name.clone();
+            let name = w.manifest.shards[p].name.clone();
             w.add_shard(p, bytes_of(s, &name)).unwrap();
         }
         context = build_context_estimated(&w.corpus, b, q, 2_000);
@@ -406,8 +420,7 @@ fn edges_load_for_the_entities_a_question_and_its_answer_look_up() {
     let (_, data, lexical) = native();
     let native = Corpus::new(data.clone(), None, lexical.clone());
     let s = site();
-    let edge_shards: Vec<usize> = s
-        .manifest
+    let edge_shards: Vec<usize> = listed(&s)
         .shards_of(ShardKind::Edges)
         .map(|(p, _)| p)
         .collect();
@@ -476,8 +489,7 @@ fn an_answer_loads_the_lines_then_the_text_of_its_units() {
                 }
             }
         }
-        let edge_shards: Vec<usize> = s
-            .manifest
+        let edge_shards: Vec<usize> = listed(&s)
             .shards_of(ShardKind::Edges)
             .map(|(p, _)| p)
             .collect();
@@ -554,7 +566,10 @@ fn damage_is_a_typed_error() {
         w.add_text(0, bytes_of(&s, &t.name)).is_err(),
         "position 0 is the search shard"
     );
-    let (pp, ps) = s.manifest.shards_of(ShardKind::Postings).next().unwrap();
+    let (pp, ps) = {
+        let (p, i) = w.manifest.shards_of(ShardKind::Postings).next().unwrap();
+        (p, i.clone())
+    };
     assert!(
         w.add_shard(p, bytes_of(&s, &ps.name)).is_err(),
         "postings at a text position"
@@ -563,62 +578,48 @@ fn damage_is_a_typed_error() {
         w.add_shard(pp, bytes_of(&s, &t.name)).is_err(),
         "text bytes as postings"
     );
-    // A postings shard that is not the run the manifest names: its first
-    // term is not the manifest's.
-    let positions: Vec<usize> = s
+    // A postings shard that is not the run the listing names: its first
+    // term is not the listing's.
+    let positions: Vec<usize> = w
         .manifest
         .shards_of(ShardKind::Postings)
         .map(|(p, _)| p)
         .collect();
     let last = *positions.last().unwrap();
-    let mut moved = s.manifest.clone();
-    let first = moved.shards[last].first_term.clone().unwrap();
-    moved.shards[last].first_term = Some(format!("{first}~"));
-    let mut m = WebIndex::open(moved, bytes_of(&s, &info.name)).unwrap();
-    let last_name = s.manifest.shards[last].name.clone();
+    let mut m = open(&s);
+    let first = m.manifest.shards[last].first_term.clone().unwrap();
+    m.manifest.shards[last].first_term = Some(format!("{first}~"));
+    let last_name = m.manifest.shards[last].name.clone();
     assert!(matches!(
         m.add_shard(last, bytes_of(&s, &last_name)),
         Err(CoreError::Inconsistent { .. })
     ));
-    // Runs out of order, or without a first term, are a manifest error.
-    let mut unsorted = s.manifest.clone();
-    unsorted.shards[positions[0]].first_term = unsorted.shards[positions[1]].first_term.clone();
-    assert!(matches!(
-        WebIndex::open(unsorted, bytes_of(&s, &info.name)),
-        Err(CoreError::Manifest { .. })
-    ));
-    let mut unnamed = s.manifest.clone();
-    unnamed.shards[positions[0]].first_term = None;
-    assert!(matches!(
-        WebIndex::open(unnamed, bytes_of(&s, &info.name)),
-        Err(CoreError::Manifest { .. })
-    ));
     w.add_shard(pp, bytes_of(&s, &ps.name)).unwrap();
-    // Edge shards: one handed in at another's position, ranges that leave
-    // a gap or stop short of the last entity.
-    let edges: Vec<(usize, ShardInfo)> = s
+    // An edge shard handed in at another's position.
+    let mut r = open(&s);
+    let edges: Vec<(usize, ShardInfo)> = r
         .manifest
         .shards_of(ShardKind::Edges)
         .map(|(p, i)| (p, i.clone()))
         .collect();
-    let mut relisted = s.manifest.clone();
-    relisted.shards[edges[1].0].sha256 = edges[0].1.sha256.clone();
-    relisted.shards[edges[1].0].bytes = edges[0].1.bytes;
-    let mut r = WebIndex::open(relisted, bytes_of(&s, &info.name)).unwrap();
+    r.manifest.shards[edges[1].0].sha256 = edges[0].1.sha256.clone();
+    r.manifest.shards[edges[1].0].bytes = edges[0].1.bytes;
     assert!(matches!(
         r.add_shard(edges[1].0, bytes_of(&s, &edges[0].1.name)),
         Err(CoreError::Inconsistent { .. })
     ));
-    let mut gap = s.manifest.clone();
-    gap.shards[edges[1].0].entities.as_mut().unwrap()[0] += 1;
-    let mut short = s.manifest.clone();
-    short.shards[edges[edges.len() - 1].0]
-        .entities
-        .as_mut()
-        .unwrap()[1] -= 1;
-    for m in [gap, short] {
+    // A manifest that lists postings or edge shards beside the search
+    // shard's directory (an older layout, or a forged one).
+    for kind in [ShardKind::Postings, ShardKind::Edges] {
+        let mut beside = s.manifest.clone();
+        let (_, extra) = listed(&s)
+            .shards_of(kind)
+            .next()
+            .map(|(p, i)| (p, i.clone()))
+            .unwrap();
+        beside.shards.push(extra);
         assert!(matches!(
-            WebIndex::open(m, bytes_of(&s, &info.name)),
+            WebIndex::open(beside, bytes_of(&s, &info.name)),
             Err(CoreError::Manifest { .. })
         ));
     }

@@ -103,7 +103,7 @@ fn retrieve_web(
         }
         let (postings, partitions, blocks) = (m.shards, m.partitions, m.blocks);
         for p in postings {
-            let name = s.manifest.shards[p].name.clone();
+            let name = w.manifest.shards[p].name.clone();
             w.add_shard(p, bytes_of(s, &name)).unwrap();
         }
         for p in partitions {
@@ -135,14 +135,15 @@ fn the_directory_lists_every_partition_and_the_manifest_none() {
         assert_eq!(info.kind, ShardKind::Partition);
         assert_eq!(bytes_of(&s, &info.name).len() as u64, info.bytes);
     }
-    // Every shard written is listed: the manifest's, a text shard that the
-    // text directory lists, a partition, or a refine block that a partition
+    // Every shard written is listed: the manifest's, a postings or edge
+    // shard that the search shard lists, a text shard that the text
+    // directory lists, a partition, or a refine block that a partition
     // lists.
     let blocks = w.corpus.partitioned.as_ref().unwrap().blocks();
     assert!(blocks >= all, "{blocks} blocks");
     assert_eq!(
         s.files.len(),
-        m.shards.len() + s.text.len() + all + blocks,
+        w.manifest.shards.len() + s.text.len() + all + blocks,
         "partition shards and blocks are written beside the listed ones"
     );
     // Without ivf_probe, the site keeps one vectors shard.

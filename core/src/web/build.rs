@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use super::directory::ShardDirectory;
 use super::edges;
 use super::postings::PostingsShard;
 use super::qualified::QualifiedShard;
@@ -74,12 +75,20 @@ pub fn build_site_index_with(
     let (edge_columns, edge_shards) = edges::split(&entities, &data.edges, edge_ends_per_shard);
     let tables = Tables::pack(&data.files, &entities, &chunks, edge_columns, &features)
         .map_err(|e| e.in_file("search shard"))?;
+    // Postings and edge shards, listed in the search shard's directory.
+    let mut listed = postings_shards(lexical, postings_per_shard)?;
+    for e in &edge_shards {
+        let (mut info, bytes) = shard(ShardKind::Edges, encode_shard(ShardKind::Edges, e)?, None);
+        info.entities = Some(e.range());
+        listed.push((info, bytes));
+    }
+    let listed_infos: Vec<ShardInfo> = listed.iter().map(|(s, _)| s.clone()).collect();
     let search = SearchShard {
         tables,
         weights: lexical.weights.clone(),
         doc_len: lexical.doc_len.iter().map(|&l| length_code(l)).collect(),
+        directory: ShardDirectory::pack(&listed_infos)?,
     };
-    let lists = &lexical.postings;
     let mut shards = vec![
         shard(
             ShardKind::Search,
@@ -92,11 +101,6 @@ pub fn build_site_index_with(
             None,
         ),
     ];
-    for e in &edge_shards {
-        let (mut info, bytes) = shard(ShardKind::Edges, encode_shard(ShardKind::Edges, e)?, None);
-        info.entities = Some(e.range());
-        shards.push((info, bytes));
-    }
     let partitioned = manifest.retrieval.as_ref().is_some_and(|r| r.ivf_probe > 0);
     let mut partitions = Vec::new();
     match vectors {
@@ -111,31 +115,6 @@ pub fn build_site_index_with(
             None,
         )),
         None => {}
-    }
-    // Postings shards: consecutive term runs of about POSTINGS_PER_SHARD.
-    let mut first = 0usize;
-    while first < lists.len() {
-        let mut end = first;
-        let mut count = 0usize;
-        while end < lists.len() && (end == first || count + lists[end].len() <= postings_per_shard)
-        {
-            count += lists[end].len();
-            end += 1;
-        }
-        let shard_lists = PostingsShard::pack(
-            first as u32,
-            &lexical.terms[first..end],
-            &lexical.postings[first..end],
-        );
-        let (mut info, bytes) = shard(
-            ShardKind::Postings,
-            encode_shard(ShardKind::Postings, &shard_lists)?,
-            None,
-        );
-        info.terms = Some([first as u32, (end - 1) as u32]);
-        info.first_term = Some(lexical.terms[first].clone());
-        shards.push((info, bytes));
-        first = end;
     }
     // Text shards: consecutive chunk runs of about TEXT_SHARD_RAW_BYTES,
     // listed in the text directory, which the manifest lists.
@@ -189,11 +168,13 @@ pub fn build_site_index_with(
     )[..16]
         .to_string();
     let (infos, bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = shards.into_iter().unzip();
+    let (listed_infos, listed_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = listed.into_iter().unzip();
     let files = infos
         .iter()
+        .chain(&listed_infos)
         .chain(&text)
         .map(|s| s.name.clone())
-        .zip(bytes.into_iter().chain(text_bytes))
+        .zip(bytes.into_iter().chain(listed_bytes).chain(text_bytes))
         .chain(partitions)
         .collect();
     Ok(SiteIndex {
@@ -212,4 +193,39 @@ pub fn build_site_index_with(
         text,
         files,
     })
+}
+
+/// Postings shards: consecutive term runs of about `postings_per_shard`
+/// postings each.
+fn postings_shards(
+    lexical: &LexicalIndex,
+    postings_per_shard: usize,
+) -> Result<Vec<(ShardInfo, Vec<u8>)>, CoreError> {
+    let lists = &lexical.postings;
+    let mut out = Vec::new();
+    let mut first = 0usize;
+    while first < lists.len() {
+        let mut end = first;
+        let mut count = 0usize;
+        while end < lists.len() && (end == first || count + lists[end].len() <= postings_per_shard)
+        {
+            count += lists[end].len();
+            end += 1;
+        }
+        let shard_lists = PostingsShard::pack(
+            first as u32,
+            &lexical.terms[first..end],
+            &lexical.postings[first..end],
+        );
+        let (mut info, bytes) = shard(
+            ShardKind::Postings,
+            encode_shard(ShardKind::Postings, &shard_lists)?,
+            None,
+        );
+        info.terms = Some([first as u32, (end - 1) as u32]);
+        info.first_term = Some(lexical.terms[first].clone());
+        out.push((info, bytes));
+        first = end;
+    }
+    Ok(out)
 }

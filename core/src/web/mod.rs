@@ -4,16 +4,17 @@
 //! It exists because the native layout (a few whole-table files) makes a
 //! browser download every chunk's code before its first search. Here:
 //! - `codegloss.json`, a small manifest (format version, build id, model
-//!   files with sha256, counts, and every shard with its size and hash), the
-//!   only file a host must not cache for long;
+//!   files with sha256, counts, and the shards loaded first or once, each
+//!   with its size and hash), the only file a host must not cache for long;
 //! - immutable shards named by the first 128 bits of the SHA-256 of their
 //!   bytes ([`ShardHash`]), so hosts can cache them forever;
 //! - one *search* shard (metadata, graph, the keyword index's document
 //!   lengths and the text features retrieval ranks from, but no code,
 //!   gloss text, vocabulary or qualified names), loaded first; *postings*
 //!   shards, each a run of the sorted vocabulary with its posting lists,
-//!   listed in the manifest with the run's first term so that a query
-//!   fetches the runs of its terms and nothing else; one *qualified*
+//!   listed in the search shard's [`ShardDirectory`] with the run's first
+//!   term so that a query fetches the runs of its terms and nothing else
+//!   (the *edge* shards, runs of entities, are listed there too); one *qualified*
 //!   shard (the `a::b` names each chunk's code writes), fetched by the
 //!   first question that writes such a name; one *vectors* shard, loaded with semantic search, or under
 //!   `[retrieval] ivf_probe` a vector *directory* loaded with semantic
@@ -41,6 +42,7 @@ use crate::vectors::VectorIndex;
 
 mod build;
 mod columns;
+mod directory;
 mod edges;
 mod postings;
 mod qualified;
@@ -49,6 +51,7 @@ mod tables;
 mod textdir;
 mod vectors;
 pub use build::{build_site_index, build_site_index_with, SiteIndex};
+pub use directory::ShardDirectory;
 pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
 use shard::decode_shard;
@@ -83,8 +86,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// expansion and answer look up; 12: an entity's parent is stored as its
 /// place among the ancestors of the entity before; 13: a chunk's lines
 /// move from the search shard into its text shard, since only what shows
-/// or quotes a chunk reads them).
-pub const WEB_FORMAT_VERSION: u32 = 13;
+/// or quotes a chunk reads them; 14: the postings and edge shards are
+/// listed in the search shard's [`ShardDirectory`], not the manifest).
+pub const WEB_FORMAT_VERSION: u32 = 14;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
@@ -92,7 +96,11 @@ pub const WEB_MANIFEST: &str = "codegloss.json";
 /// whole keyword index. A term outside the vocabulary costs its run too.
 /// Measured by `cargo xtask bench site` against 12,000 and 6,000: the
 /// smallest first and later downloads on both the small and the large
-/// codebase, although the manifest lists four times the shards.
+/// codebase, although the manifest lists four times the shards. Against
+/// 1,500 (with the runs listed in the search shard, web format 14): later
+/// questions 3-13% smaller, but the first results on the largest set 4.4
+/// KB larger (its first question's terms lie in few runs, while the longer
+/// list costs every question), so 3,000 stays.
 pub const POSTINGS_PER_SHARD: usize = 3_000;
 /// Uncompressed bytes of chunk text per text shard. A question's six
 /// evidence cards usually lie in six shards, so this bounds the bytes a
@@ -328,6 +336,9 @@ pub struct SearchShard {
     /// 8) as its [`crate::lexical::length_code`], the byte ranking reads it
     /// through (its posting lists live in postings shards).
     pub doc_len: Vec<u8>,
+    /// The postings and edge shards, listed here rather than in the
+    /// manifest (see [`ShardDirectory`]).
+    pub directory: ShardDirectory,
 }
 
 /// The text of a run of chunks: everything retrieval does not rank from
@@ -497,13 +508,28 @@ pub struct WebIndex {
 
 impl WebIndex {
     /// Open from the manifest and the search shard's bytes.
-    pub fn open(manifest: WebManifest, search: &[u8]) -> Result<Self, CoreError> {
+    pub fn open(mut manifest: WebManifest, search: &[u8]) -> Result<Self, CoreError> {
         let info = manifest.search_shard()?.clone();
         let s: SearchShard = decode_shard(&info, search)?;
         let inconsistent = |message: String| CoreError::Inconsistent {
             file: info.name.clone(),
             message,
         };
+        // The postings and edge shards are listed in the search shard.
+        if manifest
+            .shards
+            .iter()
+            .any(|s| matches!(s.kind, ShardKind::Postings | ShardKind::Edges))
+        {
+            return Err(CoreError::Manifest {
+                message: format!(
+                    "{WEB_MANIFEST}: postings or edge shards listed beside the search shard's directory"
+                ),
+            });
+        }
+        manifest
+            .shards
+            .extend(s.directory.unpack().map_err(|e| e.in_file(&info.name))?);
         let t = s.tables.unpack().map_err(|e| e.in_file(&info.name))?;
         let data = IndexData {
             files: t.files,

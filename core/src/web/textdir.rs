@@ -15,19 +15,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
 
-use super::shard::{decode_shard, encode_shard, shard, ShardHash, SHARD_HASH_BYTES};
+use super::directory::Runs;
+use super::shard::{decode_shard, encode_shard, shard};
 use super::{ShardInfo, ShardKind, TextShard, WebIndex};
 
-/// The text shards, in chunk order: shard `i` covers the `chunks[i]`
-/// chunks that follow those of the shards before it.
+/// The text shards, in chunk order: shard `i` covers the chunks that
+/// follow those of the shards before it, as many as its run says.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct TextDirectory {
-    /// Each shard's [`ShardHash`].
-    hashes: Vec<ShardHash>,
-    /// Each shard's size in bytes.
-    bytes: Vec<u64>,
-    /// How many chunks each shard covers.
-    chunks: Vec<u32>,
+    /// Each shard's hash, size and number of chunks.
+    runs: Runs,
 }
 
 impl TextDirectory {
@@ -35,27 +32,15 @@ impl TextDirectory {
     /// run following the one before.
     pub(super) fn pack(shards: &[ShardInfo]) -> Result<Self, CoreError> {
         let mut d = TextDirectory::default();
-        let mut next = 0u32;
+        let mut next = 0u64;
         for s in shards {
-            let (Some([first, last]), ShardKind::Text) = (s.chunks, s.kind) else {
+            let (Some(range), ShardKind::Text) = (s.chunks, s.kind) else {
                 return Err(CoreError::malformed(format!(
                     "{}: not a text shard with a chunk run",
                     s.name
                 )));
             };
-            if first != next || last < first {
-                return Err(CoreError::malformed(format!(
-                    "{}: covers chunks {first}-{last} after chunk {next}",
-                    s.name
-                )));
-            }
-            let mut hash = [0u8; SHARD_HASH_BYTES];
-            hex::decode_to_slice(&s.sha256, &mut hash)
-                .map_err(|e| CoreError::malformed(format!("{}: hash {}: {e}", s.name, s.sha256)))?;
-            d.hashes.push(hash);
-            d.bytes.push(s.bytes);
-            d.chunks.push(last - first + 1);
-            next = last + 1;
+            d.runs.push(s, range, &mut next)?;
         }
         Ok(d)
     }
@@ -63,36 +48,20 @@ impl TextDirectory {
     /// The text shards as the manifest would list them; they must cover
     /// exactly `chunks` chunks.
     pub(super) fn unpack(&self, chunks: usize) -> Result<Vec<ShardInfo>, CoreError> {
-        let n = self.hashes.len();
-        if self.bytes.len() != n || self.chunks.len() != n {
-            return Err(CoreError::malformed(
-                "the text directory's columns differ in length",
-            ));
-        }
-        let mut out = Vec::with_capacity(n);
-        let mut next = 0u64;
-        for ((hash, &bytes), &count) in self.hashes.iter().zip(&self.bytes).zip(&self.chunks) {
-            let last = next + u64::from(count);
-            if count == 0 || last > chunks as u64 {
-                return Err(CoreError::malformed(format!(
-                    "the text directory lists {count} chunks after chunk {next} of {chunks}"
-                )));
-            }
-            out.push(ShardInfo::hashed(
-                ShardKind::Text,
-                hex::encode(hash),
-                bytes,
-                // Both below `chunks`, a u32 count.
-                Some([next as u32, (last - 1) as u32]),
-            ));
-            next = last;
-        }
+        let runs = self.runs.unpack(ShardKind::Text)?;
+        let next = runs.last().map_or(0, |(_, [_, last])| u64::from(*last) + 1);
         if next != chunks as u64 {
             return Err(CoreError::malformed(format!(
                 "the text directory covers {next} of {chunks} chunks"
             )));
         }
-        Ok(out)
+        Ok(runs
+            .into_iter()
+            .map(|(mut info, range)| {
+                info.chunks = Some(range);
+                info
+            })
+            .collect())
     }
 }
 
@@ -200,6 +169,7 @@ impl WebIndex {
 
 #[cfg(test)]
 mod tests {
+    use super::super::shard::SHARD_HASH_BYTES;
     use super::*;
 
     fn text(first: u32, last: u32, fill: u8) -> ShardInfo {
@@ -225,13 +195,15 @@ mod tests {
         let mut other = text(0, 9, 1);
         other.kind = ShardKind::Postings;
         assert!(TextDirectory::pack(&[other]).is_err());
-        // Columns of different lengths or an empty run decode to errors.
-        let mut bad = d.clone();
-        bad.bytes.pop();
+        // Columns of different lengths or an empty run decode to errors
+        // (`Runs` is checked in `directory.rs`); so does a run past the
+        // last chunk.
+        let mut bad = d;
+        bad.runs = Runs::default();
         assert!(bad.unpack(10).is_err());
-        let mut empty = d;
-        empty.chunks[1] = 0;
-        empty.chunks[2] += 1;
-        assert!(empty.unpack(10).is_err());
+        assert!(TextDirectory::pack(&[text(0, 12, 1)])
+            .unwrap()
+            .unpack(10)
+            .is_err());
     }
 }

@@ -113,27 +113,17 @@ pub(crate) fn run(args: PartitionsArgs) -> Result<()> {
     let directory_bytes = site.manifest.vector_directory().map_or(0, |s| s.bytes);
     let single_shard_bytes = layout(0)?.manifest.vectors_shard().map_or(0, |s| s.bytes);
     let lists = vectors.ivf.lists();
-    let names: std::collections::BTreeSet<&str> = site
-        .manifest
-        .shards
-        .iter()
-        .chain(&site.text)
-        .map(|s| s.name.as_str())
-        .collect();
-    // Unlisted in the manifest and the text directory: each partition's
-    // refine blocks, then the partition's shard, partition after partition.
+    // Each partition's refine blocks, then the partition's shard,
+    // partition after partition (listed in the vector directory and the
+    // partitions, not the manifest).
+    let named = |kind: ShardKind| format!("shards/{}-", kind.as_str());
     let (mut partition_sizes, mut block_sizes) = (Vec::new(), Vec::new());
-    for (name, bytes) in site
-        .files
-        .iter()
-        .filter(|(n, _)| !names.contains(n.as_str()))
-    {
-        let kind = if name.starts_with(&format!("shards/{}-", ShardKind::Block.as_str())) {
-            &mut block_sizes
-        } else {
-            &mut partition_sizes
-        };
-        kind.push(bytes.len() as u64);
+    for (name, bytes) in &site.files {
+        if name.starts_with(&named(ShardKind::Block)) {
+            block_sizes.push(bytes.len() as u64);
+        } else if name.starts_with(&named(ShardKind::Partition)) {
+            partition_sizes.push(bytes.len() as u64);
+        }
     }
     anyhow::ensure!(
         partition_sizes.len() == lists.len(),
