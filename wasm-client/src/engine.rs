@@ -300,8 +300,9 @@ impl Engine {
         Ok(json!(self.text_wanted(r)).to_string())
     }
 
-    /// The chunks whose text the context of `r` still lacks, in the order
-    /// [`Engine::context_chunks`] gives: the lines first, then the units.
+    /// The chunks whose text the context of `r` needs next: those whose
+    /// lines choose its units while any of their text is missing, then the
+    /// units' chunks ([`Engine::context_chunks`]).
     fn text_wanted(&self, r: &Retrieval) -> Vec<u32> {
         let corpus = &self.index.corpus;
         let lines = codegloss_core::answer::line_chunks(corpus, r);

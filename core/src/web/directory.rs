@@ -32,6 +32,8 @@ pub(super) struct Runs {
 }
 
 impl Runs {
+    /// Add `s`, which covers `[first, last]`; `next` is where the run must
+    /// start, and becomes where the next one must.
     pub(super) fn push(
         &mut self,
         s: &ShardInfo,

@@ -259,7 +259,12 @@ pub struct WebManifest {
     /// Query-embedding model files served with the site (empty when the
     /// site ships without them: search is then keyword and structure only).
     pub model_files: Vec<ModelFile>,
-    /// Every shard.
+    /// The shards read first or once: the search shard, the qualified
+    /// names, the vectors (or their directory) and the text directory.
+    /// The postings and edge shards are listed in the search shard
+    /// ([`ShardDirectory`]), the text shards in the text directory, the
+    /// partitions in the vector directory; a [`WebIndex`] adds each list
+    /// to its copy of this one as it arrives.
     pub shards: Vec<ShardInfo>,
     /// The retrieval settings the site ranks with: the index's, or those of
     /// the configuration given to `codegloss site`, so that the browser
