@@ -31,6 +31,9 @@ use crate::vectors::VectorIndex;
 pub struct SiteIndex {
     /// `codegloss.json` (without model files; the writer adds them).
     pub manifest: WebManifest,
+    /// The postings and edge shards, as the search shard's directory
+    /// lists them.
+    pub listed: Vec<ShardInfo>,
     /// The text shards, as the text directory lists them.
     pub text: Vec<ShardInfo>,
     /// `(path, bytes)` of every shard.
@@ -190,6 +193,7 @@ pub fn build_site_index_with(
             shards: infos,
             retrieval: manifest.retrieval.clone().unwrap_or_default(),
         },
+        listed: listed_infos,
         text,
         files,
     })

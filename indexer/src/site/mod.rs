@@ -30,6 +30,8 @@ const GENERATOR_MARK: &str = r#"<meta name="generator" content="codegloss">"#;
 pub struct SiteReport {
     /// The web manifest written.
     pub manifest: WebManifest,
+    /// The postings and edge shards its search shard lists.
+    pub listed: Vec<ShardInfo>,
     /// The text shards its text directory lists.
     pub text: Vec<ShardInfo>,
     /// Bytes of every file in the site folder codegloss wrote.
@@ -326,6 +328,7 @@ pub fn write_site(
     }
     Ok(SiteReport {
         manifest: site.manifest,
+        listed: site.listed,
         text: site.text,
         total_bytes: total,
         shards_written,
@@ -340,11 +343,17 @@ pub fn describe(report: &SiteReport) -> String {
     let parts: Vec<String> = ShardKind::ALL
         .iter()
         .filter_map(|&k| {
-            let (n, bytes) = if k == ShardKind::Text {
-                let t = &report.text;
-                (t.len(), t.iter().map(|s| s.bytes).sum::<u64>())
-            } else {
-                (m.shards_of(k).count(), m.bytes_of(k))
+            let listed = |list: &[ShardInfo]| {
+                let of_kind = list.iter().filter(|s| s.kind == k);
+                (
+                    of_kind.clone().count(),
+                    of_kind.map(|s| s.bytes).sum::<u64>(),
+                )
+            };
+            let (n, bytes) = match k {
+                ShardKind::Text => listed(&report.text),
+                ShardKind::Postings | ShardKind::Edges => listed(&report.listed),
+                _ => (m.shards_of(k).count(), m.bytes_of(k)),
             };
             (n > 0).then(|| format!("{} {} ({} KiB)", n, k.as_str(), bytes / 1024))
         })
