@@ -1,6 +1,6 @@
 //! The keyword side of the web layout: postings shards (each a run of the
 //! sorted vocabulary with its posting lists), the vocabulary's runs as the
-//! manifest lists them, and how a [`WebIndex`] loads them and the
+//! search shard's directory lists them, and how a [`WebIndex`] loads them and the
 //! qualified-names shard on demand.
 //!
 //! Apart from `mod.rs` because it is the one place that decides which
@@ -89,7 +89,8 @@ impl PostingsShard {
     }
 }
 
-/// The vocabulary's runs as the manifest lists its postings shards: each
+/// The vocabulary's runs as the reader's list holds its postings shards
+/// (from the search shard's directory): each
 /// run's first term and first term id. The shards must cover term ids
 /// `0..` in order, with strictly increasing first terms.
 pub(super) fn vocabulary_runs(manifest: &WebManifest) -> Result<Vec<(String, u32)>, CoreError> {
