@@ -285,24 +285,12 @@ impl Engine {
         Ok(Value::Array(cards).to_string())
     }
 
-    /// The chunks whose text the answer context of the last search shows,
-    /// JSON `[id]`: the retrieved chunks and the chunks that complete them
+    /// The chunks whose text the answer context of `r` needs next. The
+    /// context shows the retrieved chunks and the chunks that complete them
     /// into whole units (the rest of a split class, a section's
-    /// subsections, a file's text). Load their text before [`prompt`].
-    ///
-    /// The units are chosen by lines, which arrive with the text: while
-    /// the text of the chunks whose lines say what a unit holds is
-    /// missing, those chunks instead. Load them and ask again, until the
-    /// text of every chunk returned is loaded.
-    #[wasm_bindgen(js_name = contextChunks)]
-    pub fn context_chunks(&self) -> Result<String, JsError> {
-        let (_, r) = self.last()?;
-        Ok(json!(self.text_wanted(r)).to_string())
-    }
-
-    /// The chunks whose text the context of `r` needs next: those whose
-    /// lines choose its units while any of their text is missing, then the
-    /// units' chunks ([`Engine::context_chunks`]).
+    /// subsections, a file's text); the units are chosen by lines, which
+    /// arrive with the text. So: while the text of the chunks whose lines
+    /// choose the units is missing, those chunks; then the units' chunks.
     fn text_wanted(&self, r: &Retrieval) -> Vec<u32> {
         let corpus = &self.index.corpus;
         let lines = codegloss_core::answer::line_chunks(corpus, r);
@@ -319,8 +307,10 @@ impl Engine {
     /// `budget` (estimated tokens) is spent.
     ///
     /// When the text of the context's chunks is not all loaded, returns
-    /// `{need_text: [chunk]}` instead (load it, as for
-    /// [`Engine::context_chunks`], and ask again); when the context looked
+    /// `{need_text: [chunk]}` instead (load it with
+    /// [`Engine::missing_text`] and [`Engine::add_text`], and ask again;
+    /// the first answer names the chunks whose lines choose the units, the
+    /// next the units' chunks); when the context looked
     /// up the edges of entities whose edge shards are not loaded,
     /// `{need_shards: [...]}` (as [`Engine::search`] does): add them and
     /// ask again.

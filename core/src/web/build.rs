@@ -85,7 +85,7 @@ pub fn build_site_index_with(
         info.entities = Some(e.range());
         listed.push((info, bytes));
     }
-    let listed_infos: Vec<ShardInfo> = listed.iter().map(|(s, _)| s.clone()).collect();
+    let (listed_infos, listed_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = listed.into_iter().unzip();
     let search = SearchShard {
         tables,
         weights: lexical.weights.clone(),
@@ -160,7 +160,8 @@ pub fn build_site_index_with(
     }
     let (text, text_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = texts.into_iter().unzip();
     shards.push(text_directory_shard(&text)?);
-    // The text directory's hash covers every text shard's.
+    // The text directory's hash covers every text shard's, the search
+    // shard's every postings and edge shard's.
     let build_id = sha256_hex(
         shards
             .iter()
@@ -171,7 +172,6 @@ pub fn build_site_index_with(
     )[..16]
         .to_string();
     let (infos, bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = shards.into_iter().unzip();
-    let (listed_infos, listed_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = listed.into_iter().unzip();
     let files = infos
         .iter()
         .chain(&listed_infos)
