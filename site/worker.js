@@ -10,7 +10,7 @@
 // before it is cached or used, so a damaged copy never stays in a reader's
 // browser: once the site's file is fixed, the next load gets it.
 
-import init, { Engine, searchShard, chatCompletion } from './pkg/codegloss_wasm.js';
+import init, { Engine, searchShard } from './pkg/codegloss_wasm.js';
 import { endpointRefusal } from './policy.js';
 import { FROM_WORKER, SEMANTIC, TO_WORKER } from './protocol.js';
 
@@ -36,6 +36,9 @@ let expected = new Map();
 // reach a worker; a header policy does, and reports what it blocks).
 let policies = [];
 const violations = []; // the latest {blocked, directive, policy, at}
+// The answer module (the model call and the citation check), loaded at
+// the first answer: a reader who only searches never fetches it.
+let answerModule = null;
 // Searches run one at a time (they share the engine's last retrieval);
 // answer streaming runs outside this chain.
 let chain = Promise.resolve();
@@ -147,8 +150,8 @@ async function open(indexUrl) {
   }
   const searchName = searchShard(manifestText);
   const search = await fetchBytes(new URL(searchName, indexBase).href, { immutable: true });
-  // '{}': rank with the settings the manifest carries (those of `codegloss query`).
-  engine = new Engine(manifestText, search, '{}');
+  // It ranks with the settings the manifest carries (those of `codegloss query`).
+  engine = new Engine(manifestText, search);
   const info = JSON.parse(engine.info());
   const why = semanticUnavailable(info);
   post({ type: FROM_WORKER.ready, info: { ...info, semantic: why ? SEMANTIC.off : SEMANTIC.pending, semantic_message: why || '' } });
@@ -333,7 +336,21 @@ async function lastPrompt() {
   throw new Error('the text and edge shards of the answer context did not settle');
 }
 
+// The answer module, loaded once (a failed load is tried again at the next answer).
+function loadAnswerModule() {
+  if (!answerModule) {
+    const url = new URL('./answer/codegloss_wasm_answer.js', import.meta.url).href;
+    answerModule = import(url).then(async (m) => { await m.default(); return m; });
+    answerModule.catch(() => { answerModule = null; });
+  }
+  return answerModule;
+}
+
 async function handleAsk(id, query, settings) {
+  // Fetched while the search and the prompt run (when there is a model to ask).
+  const answerLoad = (settings && settings.endpoint || '').trim() ? loadAnswerModule() : null;
+  // A failed load is reported with the answer, not as an unhandled rejection.
+  if (answerLoad) answerLoad.catch(() => {});
   let prompt;
   // The answer's budget, temperature, length, timeout and streaming are
   // the engine's (core's) defaults, the same as `codegloss ask`'s.
@@ -351,14 +368,21 @@ async function handleAsk(id, query, settings) {
   if (refused) throw Object.assign(new Error(refused), { answer: true });
   post({ type: FROM_WORKER.answerStart, id, model, prompt_signature: prompt.prompt_signature });
   // The answer opens with the lead core wrote from the fact sheet; the
-  // model's words stream after it (Engine.citations composes the same).
+  // model's words stream after it (the answer module's citations composes
+  // the same).
   if (prompt.context.lead) post({ type: FROM_WORKER.answerDelta, id, text: `${prompt.context.lead}\n` });
+  let answer;
+  try {
+    answer = await answerLoad;
+  } catch (e) {
+    throw Object.assign(new Error(`cannot load the answer module: ${message(e)}`), { answer: true });
+  }
   let reply;
   const cancel = new AbortController();
   answering.set(id, cancel);
   const asked = performance.now();
   try {
-    reply = JSON.parse(await chatCompletion(
+    reply = JSON.parse(await answer.chatCompletion(
       endpoint, model, settings.apiKey || undefined, JSON.stringify(prompt.messages),
       defaults.temperature, defaults.max_tokens, defaults.timeout_ms, defaults.stream,
       (text) => post({ type: FROM_WORKER.answerDelta, id, text }),
@@ -369,7 +393,7 @@ async function handleAsk(id, query, settings) {
   } finally {
     answering.delete(id);
   }
-  const checked = JSON.parse(Engine.citations(reply.text, query, JSON.stringify(prompt.context)));
+  const checked = JSON.parse(answer.citations(reply.text, query, JSON.stringify(prompt.context)));
   post({
     // The text shown carries the sources the check inferred as [n] too.
     type: FROM_WORKER.answerDone, id, text: checked.checked_text, model_text: reply.text, citations: checked.citations, invalid: checked.invalid,

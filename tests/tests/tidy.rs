@@ -154,6 +154,7 @@ fn workspace_rust_files() -> Vec<PathBuf> {
         "core",
         "indexer",
         "wasm-client",
+        "wasm-answer",
         "wasm-embed",
         "tests",
         "xtask",
@@ -220,6 +221,7 @@ fn module_files() -> Vec<PathBuf> {
         "core/src",
         "indexer/src",
         "wasm-client/src",
+        "wasm-answer/src",
         "wasm-embed/src",
     ] {
         let d = root().join(dir);

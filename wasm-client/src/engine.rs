@@ -9,7 +9,7 @@
 //! the manifest before use. Every failure is a JavaScript `Error` with a
 //! readable message.
 
-use codegloss_core::answer::{answer_template, build_context_estimated, check_citations, Context};
+use codegloss_core::answer::{answer_template, build_context_estimated};
 use codegloss_core::chat::ChatSettings;
 use codegloss_core::embed::query_prompt;
 use codegloss_core::retrieve::{retrieve, Retrieval, RetrievalSettings};
@@ -44,16 +44,12 @@ pub struct Engine {
 impl Engine {
     /// Open an index from its manifest (`codegloss.json` text) and the
     /// search shard's bytes. It ranks with the manifest's retrieval
-    /// settings (those `codegloss query` uses on the same index), with the
-    /// keys of `settings_json` put over them (`"{}"`: none).
+    /// settings, those `codegloss query` uses on the same index.
     #[wasm_bindgen(constructor)]
-    pub fn new(manifest_json: &str, search: &[u8], settings_json: &str) -> Result<Engine, JsError> {
+    pub fn new(manifest_json: &str, search: &[u8]) -> Result<Engine, JsError> {
         let manifest =
             WebManifest::from_json(manifest_json).map_err(|e| js_error("index manifest", e))?;
-        let settings: RetrievalSettings = manifest
-            .retrieval
-            .with_overrides(settings_json)
-            .map_err(|e| js_error("retrieval settings", e))?;
+        let settings = manifest.retrieval.clone();
         let index = WebIndex::open(manifest, search).map_err(|e| js_error("index", e))?;
         Ok(Engine {
             index,
@@ -302,7 +298,8 @@ impl Engine {
 
     /// The chat messages for the last search, JSON: `{messages, context,
     /// tokens, prompt_version, prompt_signature}`; `context` is core's
-    /// `Context` (hand it back to [`citations`]). The context is numbered in rank order, so `[n]`
+    /// `Context` (the answer module's `citations` checks the answer against
+    /// it). The context is numbered in rank order, so `[n]`
     /// names the n-th card; the lowest-ranked chunks are left out when the
     /// `budget` (estimated tokens) is spent.
     ///
@@ -336,45 +333,6 @@ impl Engine {
     #[wasm_bindgen(js_name = answerDefaults)]
     pub fn answer_defaults(&self) -> String {
         ChatSettings::answer_defaults_json().to_string()
-    }
-
-    /// Compose the answer from the model's text and the `context` that
-    /// [`Engine::prompt`] returned for `question` (the context's
-    /// code-written lead first, as `codegloss ask` does), and check its
-    /// citations, JSON: `{citations: [{n, path, start_line, end_line}],
-    /// invalid: [n], cited_share, checked_text, support}` (`checked_text`:
-    /// the composed answer with each inferred source written in as `[n]`,
-    /// what the widget shows)
-    /// (`support`: `codegloss_core::support::SupportReport`: the source
-    /// inferred for each uncited sentence, the unsupported sentences, the
-    /// identifiers no excerpt shows).
-    pub fn citations(
-        model_text: &str,
-        question: &str,
-        context_json: &str,
-    ) -> Result<String, JsError> {
-        let context: Context =
-            serde_json::from_str(context_json).map_err(|e| js_error("answer context", e))?;
-        let answer = context.answer(model_text);
-        let answer = answer.as_str();
-        let report = check_citations(answer, &context);
-        let support = codegloss_core::support::check_support(answer, question, &context);
-        let cited: Vec<Value> = report
-            .citations
-            .iter()
-            .filter_map(|c| context.chunks.iter().find(|k| k.n == c.n))
-            .map(|k| {
-                json!({"n": k.n, "path": k.path, "start_line": k.start_line, "end_line": k.end_line})
-            })
-            .collect();
-        Ok(json!({
-            "citations": cited,
-            "invalid": report.invalid,
-            "cited_share": report.cited_share,
-            "checked_text": codegloss_core::support::with_inferred_citations(answer, &support),
-            "support": support,
-        })
-        .to_string())
     }
 }
 

@@ -4,9 +4,12 @@
 //! that a static page runs the same retrieval, context building and prompt
 //! as the native CLI:
 //! - [`engine`]: opens the web layout of an index (core's `web` module),
-//!   runs retrieval, builds evidence cards, the prompt and citation checks;
-//! - [`transport`]: the answer model call (`fetch` with streaming
-//!   server-sent events, through web-sys).
+//!   runs retrieval, builds the evidence cards and the prompt.
+//!
+//! The call to the answer model and the check of its citations live in
+//! `codegloss-wasm-answer`, a module the worker loads only when a reader
+//! asks for an answer; the query encoder in `codegloss-wasm-embed`, loaded
+//! with semantic search.
 //!
 //! It runs in a Web Worker (`site/worker.js`), which fetches the shards;
 //! a panic becomes a readable console message through the panic hook
@@ -15,7 +18,6 @@
 pub use codegloss_core::FORMAT_VERSION;
 
 pub mod engine;
-pub mod transport;
 
 use wasm_bindgen::prelude::*;
 

@@ -16,9 +16,14 @@ use codegloss_core::report::{p50_p95, EvalReport};
 
 use crate::{cargo, ensure_wasm_target, run};
 
-/// The crates compiled to wasm32 for the site: the search module and the
-/// query encoder (`cargo xtask ci` lints them for wasm32 too).
-pub const WASM_CRATES: [&str; 2] = ["codegloss-wasm", "codegloss-wasm-embed"];
+/// The crates compiled to wasm32 for the site: the search module, the
+/// answer module and the query encoder (`cargo xtask ci` lints them for
+/// wasm32 too).
+pub const WASM_CRATES: [&str; 3] = [
+    "codegloss-wasm",
+    "codegloss-wasm-answer",
+    "codegloss-wasm-embed",
+];
 
 /// npm packages, pinned: the browser runtime of the query-embedding model
 /// (served from the site itself, never a CDN), the minifier of the
@@ -104,8 +109,13 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
         .args(WASM_CRATES.iter().flat_map(|c| ["-p", c]))
         .args(["--target", "wasm32-unknown-unknown"]))?;
     let out = root.join("target/site-assets");
-    // The search module, and the query encoder loaded later with semantic search.
-    for (name, dir) in [("codegloss_wasm", "pkg"), ("codegloss_wasm_embed", "embed")] {
+    // The search module; the answer module, loaded at the first answer;
+    // the query encoder, loaded with semantic search.
+    for (name, dir) in [
+        ("codegloss_wasm", "pkg"),
+        ("codegloss_wasm_answer", "answer"),
+        ("codegloss_wasm_embed", "embed"),
+    ] {
         run(Command::new(&wasm_bindgen)
             // Names help only a debugger; without them the module is a
             // quarter smaller, and it is on the path to the first result.
@@ -141,6 +151,7 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     minify(&npm, &files, &out.join("codegloss"), false)?;
     let glue = [
         out.join("codegloss/pkg/codegloss_wasm.js"),
+        out.join("codegloss/answer/codegloss_wasm_answer.js"),
         out.join("codegloss/embed/codegloss_wasm_embed.js"),
     ];
     for g in &glue {
