@@ -5,16 +5,16 @@
 //!
 //! It exists so that semantic search in a browser reads many partitions
 //! for the bytes of a few: a partition shard carries one byte per subspace
-//! and chunk (96 for 384 dimensions) instead of an int8 vector (392 bytes),
-//! so a question can probe about four times as many partitions for the
+//! and chunk (64 for 384 dimensions) instead of an int8 vector (392 bytes),
+//! so a question can probe about six times as many partitions for the
 //! same bytes. The codes rank the probed chunks approximately
 //! (asymmetric distance: the query stays exact, the vector is decoded);
 //! the nearest few are then *refined* with their int8 vectors, fetched in
 //! small blocks (`[retrieval] ivf_refine`). Measured with `codegloss
-//! partitions` on a 44k-chunk codebase (40 questions), probing 96
-//! partitions of 32 and refining 30 finds 0.960 of the exact top 10 for
-//! 317 KiB a question (p50; 374 p95), where int8 partition shards reached
-//! 0.930 for 446 KiB (probe 48).
+//! partitions` on a 44k-chunk codebase (166 questions), probing 128
+//! partitions of 32 and refining 100 finds 0.956 of the exact top 10 for
+//! 350 KiB a question (p50; 415 p95, 457 max), where int8 partition shards
+//! reached 0.930 for 446 KiB (probe 48, 40 questions).
 //!
 //! The distance from a query `q` to a chunk `x = c + r` (centroid `c`,
 //! decoded residual `r`) is `|q - c|² + (|r|² + 2 c·r) - 2 q·r`: the first
@@ -32,8 +32,17 @@ use serde::{Deserialize, Serialize};
 use crate::error::CoreError;
 use crate::ivf::{xorshift, Ivf};
 
-/// Components per subspace: 96 one-byte codes for 384 dimensions.
-pub const SUBSPACE_DIM: usize = 4;
+/// Components per subspace: 64 one-byte codes for 384 dimensions.
+/// Measured with `codegloss partitions` (166 questions, recall@10 against
+/// exact search, bytes of partitions and refine blocks a question fetches,
+/// p50 / p95 / max), coarser codes cost more refining but fewer partition
+/// bytes, and 6 components win on both codebases measured:
+/// - 44k chunks, probe 128: 4 components with 40 refined reach 0.956 for
+///   406 / 500 / 551 KiB; 6 with 100 refined 0.956 for 350 / 415 / 457;
+///   8 with 160 refined need probe 144 for 0.956 at 370 / 427 / 465;
+/// - 8.6k chunks, probe 32: 4 components with 30 refined reach 0.962 for
+///   145 / 172 / 182 KiB; 6 with 60 refined 0.960 for 133 / 155 / 166.
+pub const SUBSPACE_DIM: usize = 6;
 /// Centroids per subspace (one byte of code).
 pub const CODEBOOK_SIZE: usize = 256;
 /// At most this many residuals train the codebooks (an even sample of the
@@ -374,7 +383,7 @@ mod tests {
         let pc = ProductCodes::build(&vs, &ivf, 3);
         assert_eq!(pc, ProductCodes::build(&vs, &ivf, 3));
         pc.pq.check(24).unwrap();
-        assert_eq!(pc.subspaces(), 6);
+        assert_eq!(pc.subspaces(), 24 / SUBSPACE_DIM);
         let q = &vs[5];
         let table = pc.table(q);
         let probe = ivf.probe(q, 8);
@@ -403,14 +412,14 @@ mod tests {
 
     #[test]
     fn bad_codebooks_are_rejected() {
-        let vs = vectors(40, 8);
+        let vs = vectors(40, 2 * SUBSPACE_DIM);
         let ivf = Ivf::build(&vs, 2, 1);
         let pc = ProductCodes::build(&vs, &ivf, 1);
-        assert!(pc.pq.check(8).is_ok());
-        assert!(pc.pq.check(12).is_err());
+        assert!(pc.pq.check(2 * SUBSPACE_DIM).is_ok());
+        assert!(pc.pq.check(4 * SUBSPACE_DIM).is_err());
         let mut bad = pc.pq.clone();
         bad.codebooks.pop();
-        assert!(bad.check(8).is_err());
+        assert!(bad.check(2 * SUBSPACE_DIM).is_err());
         assert_eq!(ProductQuantizer::train(&[], 1), ProductQuantizer::default());
     }
 }

@@ -130,7 +130,7 @@ impl Default for RetrievalSettings {
             dense_feedback_weight: 0.5,
             expand_acronyms: true,
             ivf_probe: 0,
-            ivf_refine: 30,
+            ivf_refine: 60,
             hubness_weight: 1.0,
         }
     }

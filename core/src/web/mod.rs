@@ -87,8 +87,10 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// place among the ancestors of the entity before; 13: a chunk's lines
 /// move from the search shard into its text shard, since only what shows
 /// or quotes a chunk reads them; 14: the postings and edge shards are
-/// listed in the search shard's [`ShardDirectory`], not the manifest).
-pub const WEB_FORMAT_VERSION: u32 = 14;
+/// listed in the search shard's [`ShardDirectory`], not the manifest; 15:
+/// product codes of [`crate::pq::SUBSPACE_DIM`] = 6 components a byte, and
+/// 60 chunks refined by default).
+pub const WEB_FORMAT_VERSION: u32 = 15;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
