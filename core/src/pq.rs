@@ -13,9 +13,8 @@
 //! small blocks (`[retrieval] ivf_refine`). Measured with `codegloss
 //! partitions` on a 44k-chunk codebase (166 questions), probing 128
 //! partitions of 32 and refining 100 finds 0.956 of the exact top 10 for
-//! 330 KiB a question (p50; 396 p95, 438 max; refine blocks of 2), where
-//! int8 partition shards reached 0.930 for 446 KiB (probe 48, 40
-//! questions).
+//! 350 KiB a question (p50; 415 p95, 457 max), where int8 partition shards
+//! reached 0.930 for 446 KiB (probe 48, 40 questions).
 //!
 //! The distance from a query `q` to a chunk `x = c + r` (centroid `c`,
 //! decoded residual `r`) is `|q - c|² + (|r|² + 2 c·r) - 2 q·r`: the first
@@ -35,9 +34,9 @@ use crate::ivf::{xorshift, Ivf};
 
 /// Components per subspace: 64 one-byte codes for 384 dimensions.
 /// Measured with `codegloss partitions` (166 questions, recall@10 against
-/// exact search, bytes of partitions and refine blocks of 4 a question
-/// fetches, p50 / p95 / max), coarser codes cost more refining but fewer
-/// partition bytes, and 6 components win on both codebases measured:
+/// exact search, bytes of partitions and refine blocks a question fetches,
+/// p50 / p95 / max), coarser codes cost more refining but fewer partition
+/// bytes, and 6 components win on both codebases measured:
 /// - 44k chunks, probe 128: 4 components with 40 refined reach 0.956 for
 ///   406 / 500 / 551 KiB; 6 with 100 refined 0.956 for 350 / 415 / 457;
 ///   8 with 160 refined need probe 144 for 0.956 at 370 / 427 / 465;

@@ -25,14 +25,9 @@ use crate::pq::ProductCodes;
 /// 8 fetched 417 / 504 KiB a question (p50 / p95), blocks of 4 (with the
 /// 128-bit shard hashes of web format 9) 394 / 493: most refined chunks sit
 /// in blocks of their own, so smaller blocks send fewer unused vectors.
-/// With 6-component product codes (web format 15; probe 128, refine 100,
-/// recall 0.956), p50 / p95 / max: blocks of 4 350 / 415 / 457 KiB, of 2
-/// 330 / 396 / 438, of 1 332 / 402 / 449 (each partition shard lists a
-/// size and hash per block, which outweighs the unused vectors saved); on
-/// an 8.6k-chunk codebase (probe 32, refine 60): 133 / 155 / 166, 121 /
-/// 139 / 148, 118 / 139 / 145. Blocks of 2 double the number of block
-/// files against 4 (one per two chunks).
-pub const REFINE_BLOCK: usize = 2;
+/// Each partition shard lists a size and hash per block, so still smaller
+/// blocks enlarge every probed partition (not measured).
+pub const REFINE_BLOCK: usize = 4;
 
 /// Partitions, codes and what of them is loaded.
 pub struct PartitionedVectors {
@@ -180,10 +175,6 @@ mod tests {
         let mut partition_of = vec![0; n];
         partition_of[1] = 1;
         partition_of[4] = 1;
-        let second: Vec<u32> = (0..n as u32)
-            .filter(|&c| partition_of[c as usize] == 0)
-            .skip(REFINE_BLOCK)
-            .collect();
         let ivf = Ivf {
             centroids: vec![crate::vectors::QVec::quantize(&[1.0]); 2],
             partition_of,
@@ -198,7 +189,7 @@ mod tests {
         assert_eq!(s.block_of(4), Some(2));
         let (p, i, chunks) = s.block_chunks(1).unwrap();
         assert_eq!((p, i), (0, 1));
-        assert_eq!(chunks, second.as_slice());
+        assert_eq!(chunks, &[n as u32 - 2, n as u32 - 1]);
         assert_eq!(s.block_chunks(2).unwrap().2, &[1, 4]);
         assert!(s.block_chunks(3).is_none());
         s.want_block_of(4);

@@ -75,7 +75,7 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// from the stored parent symbols, parents are steps from the entity
 /// before's parent, a later part's first line a step from the end of the
 /// part before, non-blank line counts steps from line counts, refine
-/// blocks hold 4 vectors, and the
+/// blocks hold [`crate::retrieve::REFINE_BLOCK`] = 4 vectors, and the
 /// search shard drops the token estimates and the edges the entities
 /// imply; 10: document lengths are one byte each,
 /// [`crate::lexical::length_code`], a chunk's non-blank line count is one
@@ -88,9 +88,8 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// move from the search shard into its text shard, since only what shows
 /// or quotes a chunk reads them; 14: the postings and edge shards are
 /// listed in the search shard's [`ShardDirectory`], not the manifest; 15:
-/// product codes of [`crate::pq::SUBSPACE_DIM`] = 6 components a byte, 60
-/// chunks refined by default, refine blocks of
-/// [`crate::retrieve::REFINE_BLOCK`] = 2 vectors).
+/// product codes of [`crate::pq::SUBSPACE_DIM`] = 6 components a byte, and
+/// 60 chunks refined by default).
 pub const WEB_FORMAT_VERSION: u32 = 15;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
