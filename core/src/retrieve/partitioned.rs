@@ -26,7 +26,15 @@ use crate::pq::ProductCodes;
 /// 128-bit shard hashes of web format 9) 394 / 493: most refined chunks sit
 /// in blocks of their own, so smaller blocks send fewer unused vectors.
 /// Each partition shard lists a size and hash per block, so still smaller
-/// blocks enlarge every probed partition (not measured).
+/// blocks enlarge every probed partition. With 6-component product codes
+/// (web format 15; probe 128, refine 100, recall 0.956), p50 / p95 / max
+/// of a question alone: blocks of 4 350 / 415 / 457 KiB, of 2 330 / 396 /
+/// 438, of 1 332 / 402 / 449 (8.6k chunks, probe 32, refine 60: 133 / 155 /
+/// 166, 121 / 139 / 148, 118 / 139 / 145). But over a reader's sequence of
+/// questions in the browser (`cargo xtask bench site`), where partitions
+/// and blocks fetched before are reused, blocks of 2 fetched more at the
+/// median (222 against 217 KB on the 44k chunks, 96 against 89 KB on the
+/// 8.6k), for twice the block files and a 3–4% larger site: not kept.
 pub const REFINE_BLOCK: usize = 4;
 
 /// Partitions, codes and what of them is loaded.
