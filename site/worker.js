@@ -336,7 +336,8 @@ async function lastPrompt() {
   throw new Error('the text and edge shards of the answer context did not settle');
 }
 
-// The answer module, loaded once (a failed load is tried again at the next answer).
+// The answer module, loaded once (a failed load is tried again at the next
+// answer; the handler below also keeps it from being an unhandled rejection).
 function loadAnswerModule() {
   if (!answerModule) {
     const url = new URL('./answer/codegloss_wasm_answer.js', import.meta.url).href;
@@ -347,10 +348,9 @@ function loadAnswerModule() {
 }
 
 async function handleAsk(id, query, settings) {
-  // Fetched while the search and the prompt run (when there is a model to ask).
+  // Fetched while the search and the prompt run (when there is a model to
+  // ask); a failed load is reported with the answer.
   const answerLoad = (settings && settings.endpoint || '').trim() ? loadAnswerModule() : null;
-  // A failed load is reported with the answer, not as an unhandled rejection.
-  if (answerLoad) answerLoad.catch(() => {});
   let prompt;
   // The answer's budget, temperature, length, timeout and streaming are
   // the engine's (core's) defaults, the same as `codegloss ask`'s.

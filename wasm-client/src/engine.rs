@@ -12,7 +12,7 @@
 use codegloss_core::answer::{answer_template, build_context_estimated};
 use codegloss_core::chat::ChatSettings;
 use codegloss_core::embed::query_prompt;
-use codegloss_core::retrieve::{retrieve, Retrieval, RetrievalSettings};
+use codegloss_core::retrieve::{retrieve, Retrieval};
 use codegloss_core::web::{Missing, ShardInfo, ShardKind, WebIndex, WebManifest};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
@@ -36,7 +36,6 @@ pub fn search_shard(manifest_json: &str) -> Result<String, JsError> {
 #[wasm_bindgen]
 pub struct Engine {
     index: WebIndex,
-    settings: RetrievalSettings,
     last: Option<(String, Retrieval)>,
 }
 
@@ -49,13 +48,8 @@ impl Engine {
     pub fn new(manifest_json: &str, search: &[u8]) -> Result<Engine, JsError> {
         let manifest =
             WebManifest::from_json(manifest_json).map_err(|e| js_error("index manifest", e))?;
-        let settings = manifest.retrieval.clone();
         let index = WebIndex::open(manifest, search).map_err(|e| js_error("index", e))?;
-        Ok(Engine {
-            index,
-            settings,
-            last: None,
-        })
+        Ok(Engine { index, last: None })
     }
 
     /// JSON facts for the page: build id, counts, whether the index has
@@ -167,7 +161,7 @@ impl Engine {
         k: Option<u32>,
         query_vector: Option<Vec<f32>>,
     ) -> Result<String, JsError> {
-        let mut settings = self.settings.clone();
+        let mut settings = self.index.manifest.retrieval.clone();
         if let Some(k) = k {
             settings.k = k as usize;
         }

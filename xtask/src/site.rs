@@ -111,11 +111,12 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     let out = root.join("target/site-assets");
     // The search module; the answer module, loaded at the first answer;
     // the query encoder, loaded with semantic search.
-    for (name, dir) in [
+    let modules = [
         ("codegloss_wasm", "pkg"),
         ("codegloss_wasm_answer", "answer"),
         ("codegloss_wasm_embed", "embed"),
-    ] {
+    ];
+    for (name, dir) in modules {
         run(Command::new(&wasm_bindgen)
             // Names help only a debugger; without them the module is a
             // quarter smaller, and it is on the path to the first result.
@@ -149,18 +150,10 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     // debugger fetches. Each file stays a module of its own: the worker
     // and the page load them by name.
     minify(&npm, &files, &out.join("codegloss"), false)?;
-    let glue = [
-        out.join("codegloss/pkg/codegloss_wasm.js"),
-        out.join("codegloss/answer/codegloss_wasm_answer.js"),
-        out.join("codegloss/embed/codegloss_wasm_embed.js"),
-    ];
-    for g in &glue {
-        minify(
-            &npm,
-            std::slice::from_ref(g),
-            g.parent().context("glue folder")?,
-            true,
-        )?;
+    // Each module's wasm-bindgen glue, in its folder.
+    for (name, dir) in modules {
+        let dir = out.join("codegloss").join(dir);
+        minify(&npm, &[dir.join(format!("{name}.js"))], &dir, true)?;
     }
     copy(&root.join("site/index.html"), &out.join("index.html"))?;
     Ok(out)

@@ -229,7 +229,8 @@ impl EdgeShard {
 }
 
 /// The first entity of each edge shard's range, as the reader's list
-/// holds them (from the search shard's directory): contiguous from entity 0 to the last (none: no explicit edges).
+/// holds them (from the search shard's directory): contiguous from entity
+/// 0 to the last (none: no explicit edges).
 /// A graph stored whole (`implied` false) is one shard.
 pub(super) fn shard_starts(
     manifest: &WebManifest,
