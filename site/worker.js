@@ -10,7 +10,7 @@
 // before it is cached or used, so a damaged copy never stays in a reader's
 // browser: once the site's file is fixed, the next load gets it.
 
-import init, { Engine, searchShard } from './pkg/codegloss_wasm.js';
+import init, { Engine, manifestFiles } from './pkg/codegloss_wasm.js';
 import { endpointRefusal } from './policy.js';
 import { FROM_WORKER, SEMANTIC, TO_WORKER } from './protocol.js';
 
@@ -32,6 +32,8 @@ let bytesFetched = 0;
 // The size and SHA-256 (a shard's: its first 128 bits) of every file the
 // manifest names, by absolute URL.
 let expected = new Map();
+/** The binary manifest the worker reads, in the folder of the `index` URL (`codegloss.json`). */
+const MANIFEST_BIN = 'codegloss.bin';
 // The page's <meta> Content-Security-Policy texts (a <meta> policy does not
 // reach a worker; a header policy does, and reports what it blocks).
 let policies = [];
@@ -139,19 +141,17 @@ function fetchListed(m) {
 async function open(indexUrl) {
   await init();
   indexBase = new URL('.', indexUrl);
-  const manifestText = new TextDecoder().decode(await fetchBytes(indexUrl, { immutable: false }));
-  try {
-    const m = JSON.parse(manifestText);
-    for (const f of [...(m.shards || []), ...(m.model_files || [])]) {
-      expected.set(new URL(f.name, indexBase).href, { bytes: f.bytes, sha256: String(f.sha256).toLowerCase() });
-    }
-  } catch {
-    expected = new Map(); // searchShard below reports what is wrong with it
+  // The manifest's binary form, beside `codegloss.json`: the search module
+  // reads it with the decoder it has for the shards (no JSON parser).
+  const manifest = await fetchBytes(new URL(MANIFEST_BIN, indexBase).href, { immutable: false });
+  // Throws, with what is wrong, on a damaged manifest.
+  const listing = JSON.parse(manifestFiles(manifest));
+  for (const f of listing.files) {
+    expected.set(new URL(f.name, indexBase).href, { bytes: f.bytes, sha256: String(f.sha256).toLowerCase() });
   }
-  const searchName = searchShard(manifestText);
-  const search = await fetchBytes(new URL(searchName, indexBase).href, { immutable: true });
+  const search = await fetchBytes(new URL(listing.search, indexBase).href, { immutable: true });
   // It ranks with the settings the manifest carries (those of `codegloss query`).
-  engine = new Engine(manifestText, search);
+  engine = new Engine(manifest, search);
   const info = JSON.parse(engine.info());
   const why = semanticUnavailable(info);
   post({ type: FROM_WORKER.ready, info: { ...info, semantic: why ? SEMANTIC.off : SEMANTIC.pending, semantic_message: why || '' } });

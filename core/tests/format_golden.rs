@@ -2,7 +2,7 @@
 //! `common::sample()`, with deterministic 8-dimensional vectors and their
 //! HNSW graph (built on one thread from a fixed seed, as the indexer
 //! builds it), encoded as the native data files and manifest
-//! (`golden/native/`) and laid out for the web as `codegloss.json` and its
+//! (`golden/native/`) and laid out for the web as `codegloss.json`, `codegloss.bin` and its
 //! shards (`golden/web/`), and laid out with partitioned vectors
 //! (`golden/web-ivf/`: the vector directory and its partition shards),
 //! checked in byte for byte.
@@ -35,7 +35,7 @@ use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::RetrievalSettings;
 use codegloss_core::vectors::{HnswParams, QVec, VectorStore};
 use codegloss_core::web::{
-    build_site_index, ShardInfo, ShardKind, WebIndex, WebManifest, WEB_MANIFEST,
+    build_site_index, ShardInfo, ShardKind, WebIndex, WebManifest, WEB_MANIFEST, WEB_MANIFEST_BIN,
 };
 use codegloss_core::{DataKind, Entity, Gloss, IndexData, Manifest, VectorIndex, FORMAT_VERSION};
 use common::*;
@@ -195,10 +195,18 @@ fn web_layout(data: &IndexData, partition_size: Option<usize>) -> Files {
     }
     let site =
         build_site_index(&manifest, data, &lexical, Some(&vectors)).expect("the web layout builds");
-    let mut out = vec![(
-        WEB_MANIFEST.to_string(),
-        site.manifest.to_json().into_bytes(),
-    )];
+    let mut out = vec![
+        (
+            WEB_MANIFEST.to_string(),
+            site.manifest.to_json().into_bytes(),
+        ),
+        (
+            WEB_MANIFEST_BIN.to_string(),
+            site.manifest
+                .to_binary()
+                .expect("the binary manifest encodes"),
+        ),
+    ];
     out.extend(site.files);
     out
 }
@@ -278,6 +286,12 @@ fn check(dir: &Path, files: &[(String, Vec<u8>)], version: &str) {
 fn open_web(dir: &Path) -> (WebManifest, WebIndex) {
     let text = String::from_utf8(read(dir, WEB_MANIFEST)).expect("manifest is UTF-8");
     let manifest = WebManifest::from_json(&text).expect("the golden web manifest parses");
+    let binary = WebManifest::from_binary(&read(dir, WEB_MANIFEST_BIN));
+    assert_eq!(
+        binary.as_ref(),
+        Ok(&manifest),
+        "the two manifest forms differ"
+    );
     let search = read(dir, &manifest.search_shard().expect("a search shard").name);
     let index = WebIndex::open(manifest.clone(), &search).expect("the search shard opens");
     (manifest, index)

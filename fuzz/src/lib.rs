@@ -18,7 +18,9 @@
 //!   front of it, so that mutations reach the bincode decoder.
 //! - `index_manifest`: `manifest.json` text over the fixture's data files.
 //! - `web_manifest`: `codegloss.json` text, optionally `\0` and the page's
-//!   retrieval settings JSON, over the fixture's shards.
+//!   retrieval settings JSON, over the fixture's shards (its binary form
+//!   must read back as the same manifest); or, when it starts with the
+//!   shard magic, `codegloss.bin` bytes over the same shards.
 //! - `web_shard`: `[sel] [which] payload`; `sel % 4` picks the search,
 //!   postings, text or vectors shard (`which` the one of its kind); with
 //!   bit 7 the payload is the whole shard, else its bincode payload, which
@@ -425,6 +427,21 @@ fn drive_web<'a>(
 
 /// The `web_manifest` target.
 pub fn web_manifest(input: &[u8]) {
+    if input.starts_with(&WEB_MAGIC) {
+        run(input.len(), |fx| {
+            let Ok(m) = WebManifest::from_binary(input) else {
+                return;
+            };
+            drive_web(
+                m,
+                &|name| fx.shards.get(name).map(Vec::as_slice),
+                "{}",
+                input.len(),
+                None,
+            );
+        });
+        return;
+    }
     let Ok(text) = std::str::from_utf8(input) else {
         return;
     };
@@ -433,6 +450,12 @@ pub fn web_manifest(input: &[u8]) {
         let Ok(m) = WebManifest::from_json(manifest) else {
             return;
         };
+        let binary = m.to_binary().expect("a manifest that parsed encodes");
+        assert_eq!(
+            WebManifest::from_binary(&binary).as_ref(),
+            Ok(&m),
+            "the binary form reads back as another manifest"
+        );
         let _ = (m.to_json(), m.bytes_of(ShardKind::Text), m.vectors_shard());
         drive_web(
             m,

@@ -74,6 +74,11 @@ fn write_seeds() {
 
     s.push(fx.web_json.clone().into_bytes());
     s.push(format!("{}\0{{\"k\": 3, \"fusion\": \"rrf\"}}", fx.web_json).into_bytes());
+    s.push(
+        WebManifest::from_json(&fx.web_json)
+            .and_then(|m| m.to_binary())
+            .expect("the fixture's manifest"),
+    );
     save("web_manifest", &mut s);
 
     for (i, kind) in [

@@ -395,6 +395,36 @@ check('damaged-shard', async () => {
   if (problems.length) fail(problems.join('; '));
 });
 
+check('damaged-manifest', async () => {
+  // The binary manifest the worker reads carries its own hash: a damaged
+  // one is reported like a damaged shard, and once fixed the page works.
+  const file = path.join(COPY_DIR, 'index/codegloss.bin');
+  const good = fs.readFileSync(file);
+  const bad = Buffer.from(good);
+  bad[bad.length >> 1] ^= 0xff;
+  const profile = await browser.newContext();
+  const problems = [];
+  try {
+    const p = await newPage(profile, 'damaged manifest');
+    fs.writeFileSync(file, bad);
+    try {
+      await p.goto(COPY_URL);
+      await ready(p);
+      const said = await inWidget(p, () => document.querySelector('codegloss-search').shadowRoot.querySelector('[role="alert"] p')?.textContent ?? '');
+      if (said !== "This site's index is damaged; tell its maintainer.") problems.push(`with a damaged manifest the widget says ${JSON.stringify(said)}`);
+    } finally {
+      fs.writeFileSync(file, good);
+    }
+    await p.reload();
+    const alert = await ready(p);
+    if (alert) problems.push(`after the manifest was fixed and the page reloaded, the widget says ${JSON.stringify(alert)}`);
+    else await search(p, 'halo');
+  } finally {
+    await profile.close();
+  }
+  if (problems.length) fail(problems.join('; '));
+});
+
 // -------------------------------------------------------------------- run
 
 let failed = false;

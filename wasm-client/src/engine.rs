@@ -21,15 +21,25 @@ fn js_error(context: &str, e: impl std::fmt::Display) -> JsError {
     JsError::new(&format!("{context}: {e}"))
 }
 
-/// The path of the search shard named by a manifest (relative to it), so
-/// the worker can fetch it before opening the engine.
-#[wasm_bindgen(js_name = searchShard)]
-pub fn search_shard(manifest_json: &str) -> Result<String, JsError> {
-    let m = WebManifest::from_json(manifest_json).map_err(|e| js_error("index manifest", e))?;
-    let s = m
+/// What the worker needs from a manifest (`codegloss.bin` bytes) before it
+/// opens the engine: `{search, files: [{name, bytes, sha256}]}`, the search
+/// shard's path and every file the manifest lists (shards and model files,
+/// relative to it), so each is checked against its size and hash on
+/// arrival.
+#[wasm_bindgen(js_name = manifestFiles)]
+pub fn manifest_files(manifest: &[u8]) -> Result<String, JsError> {
+    let m = WebManifest::from_binary(manifest).map_err(|e| js_error("index manifest", e))?;
+    let search = m
         .search_shard()
         .map_err(|e| js_error("index manifest", e))?;
-    Ok(s.name.clone())
+    let files: Vec<_> = m
+        .shards
+        .iter()
+        .map(|s| (&s.name, s.bytes, &s.sha256))
+        .chain(m.model_files.iter().map(|f| (&f.name, f.bytes, &f.sha256)))
+        .map(|(name, bytes, sha256)| json!({"name": name, "bytes": bytes, "sha256": sha256}))
+        .collect();
+    Ok(json!({"search": search.name, "files": files}).to_string())
 }
 
 /// A loaded index and the last retrieval.
@@ -41,13 +51,13 @@ pub struct Engine {
 
 #[wasm_bindgen]
 impl Engine {
-    /// Open an index from its manifest (`codegloss.json` text) and the
+    /// Open an index from its manifest (`codegloss.bin` bytes) and the
     /// search shard's bytes. It ranks with the manifest's retrieval
     /// settings, those `codegloss query` uses on the same index.
     #[wasm_bindgen(constructor)]
-    pub fn new(manifest_json: &str, search: &[u8]) -> Result<Engine, JsError> {
+    pub fn new(manifest: &[u8], search: &[u8]) -> Result<Engine, JsError> {
         let manifest =
-            WebManifest::from_json(manifest_json).map_err(|e| js_error("index manifest", e))?;
+            WebManifest::from_binary(manifest).map_err(|e| js_error("index manifest", e))?;
         let index = WebIndex::open(manifest, search).map_err(|e| js_error("index", e))?;
         Ok(Engine { index, last: None })
     }

@@ -174,8 +174,8 @@ fn files_to_load(site_dir: &Path) -> Result<Vec<(String, String, bool, usize)>> 
         ("landing page".into(), "/".into(), true, usize::MAX),
         (
             "manifest".into(),
-            "/index/codegloss.json".into(),
-            true,
+            "/index/codegloss.bin".into(),
+            false,
             usize::MAX,
         ),
     ];

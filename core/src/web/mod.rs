@@ -5,7 +5,9 @@
 //! browser download every chunk's code before its first search. Here:
 //! - `codegloss.json`, a small manifest (format version, build id, model
 //!   files with sha256, counts, and the shards loaded first or once, each
-//!   with its size and hash), the only file a host must not cache for long;
+//!   with its size and hash), and the same manifest in binary form,
+//!   `codegloss.bin`, which the browser reads (`manifest_bin.rs`): the only
+//!   files a host must not cache for long;
 //! - immutable shards named by the first 128 bits of the SHA-256 of their
 //!   bytes ([`ShardHash`]), so hosts can cache them forever;
 //! - one *search* shard (metadata, graph, the keyword index's document
@@ -44,6 +46,7 @@ mod build;
 mod columns;
 mod directory;
 mod edges;
+mod manifest_bin;
 mod postings;
 mod qualified;
 mod shard;
@@ -52,6 +55,7 @@ mod textdir;
 mod vectors;
 pub use build::{build_site_index, build_site_index_with, SiteIndex};
 pub use directory::ShardDirectory;
+pub use manifest_bin::WEB_MANIFEST_BIN;
 pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
 use shard::decode_shard;
@@ -89,8 +93,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// or quotes a chunk reads them; 14: the postings and edge shards are
 /// listed in the search shard's [`ShardDirectory`], not the manifest; 15:
 /// product codes of [`crate::pq::SUBSPACE_DIM`] = 6 components a byte, and
-/// 60 chunks refined by default).
-pub const WEB_FORMAT_VERSION: u32 = 15;
+/// 60 chunks refined by default; 16: the manifest is written in a binary
+/// form too, `codegloss.bin`, which the browser reads instead of the JSON).
+pub const WEB_FORMAT_VERSION: u32 = 16;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
@@ -201,7 +206,9 @@ impl ShardKind {
     ];
 }
 
-/// One shard as the manifest lists it.
+/// One shard as the manifest lists it. Every field is written, `null` where
+/// it does not apply, so that the binary manifest (bincode, which cannot
+/// skip a field) stores it as it is.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ShardInfo {
     /// What it holds.
@@ -213,18 +220,18 @@ pub struct ShardInfo {
     /// The bytes' [`ShardHash`] (hex): the first 128 bits of their SHA-256.
     pub sha256: String,
     /// For text shards: the first and last chunk id it covers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub chunks: Option<[u32; 2]>,
     /// For postings shards: the first and last term id it covers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub terms: Option<[u32; 2]>,
     /// For postings shards: the first term it covers (the vocabulary's
     /// boundaries: a term lies in the last shard whose first term is not
     /// after it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub first_term: Option<String>,
     /// For edge shards: the first and last entity id it covers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub entities: Option<[u32; 2]>,
 }
 

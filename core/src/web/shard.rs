@@ -61,11 +61,17 @@ pub(super) fn encode_shard<T: Serialize>(kind: ShardKind, value: &T) -> Result<V
 
 /// An encoded payload deflated behind the shard header.
 pub(super) fn wrap_shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
+    wrap_envelope(kind.tag(), payload)
+}
+
+/// An encoded payload deflated behind the header with this kind tag (a
+/// [`ShardKind`]'s, or the binary manifest's).
+pub(super) fn wrap_envelope(tag: u8, payload: &[u8]) -> Vec<u8> {
     let packed = miniz_oxide::deflate::compress_to_vec(payload, DEFLATE_LEVEL);
     let mut out = Vec::with_capacity(SHARD_HEADER + packed.len());
     out.extend_from_slice(&WEB_MAGIC);
     out.extend_from_slice(&WEB_FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&[kind.tag(), 0, 0, 0]);
+    out.extend_from_slice(&[tag, 0, 0, 0]);
     out.extend_from_slice(&packed);
     out
 }
@@ -75,6 +81,17 @@ pub(super) fn wrap_shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
 pub fn open_shard(info: &ShardInfo, bytes: &[u8]) -> Result<Vec<u8>, CoreError> {
     let file = info.name.as_str();
     verify_hashed(file, bytes, info.bytes, &info.sha256, shard_hash_hex)?;
+    open_envelope(file, info.kind.tag(), info.kind.as_str(), bytes)
+}
+
+/// Check the header of bytes [`wrap_envelope`] wrote with `tag` (whose
+/// kind is called `kind` in messages) and return the inflated payload.
+pub(super) fn open_envelope(
+    file: &str,
+    tag: u8,
+    kind: &str,
+    bytes: &[u8],
+) -> Result<Vec<u8>, CoreError> {
     if bytes.len() < SHARD_HEADER {
         return Err(CoreError::Truncated {
             file: file.into(),
@@ -93,11 +110,11 @@ pub fn open_shard(info: &ShardInfo, bytes: &[u8]) -> Result<Vec<u8>, CoreError> 
             expected: WEB_FORMAT_VERSION,
         });
     }
-    if bytes[12] != info.kind.tag() || bytes[13..16] != [0, 0, 0] {
+    if bytes[12] != tag || bytes[13..16] != [0, 0, 0] {
         return Err(CoreError::WrongKind {
             file: file.into(),
             found: format!("tag {}", bytes[12]),
-            expected: info.kind.as_str().into(),
+            expected: kind.into(),
         });
     }
     miniz_oxide::inflate::decompress_to_vec_with_limit(&bytes[SHARD_HEADER..], INFLATE_LIMIT)
@@ -112,14 +129,21 @@ pub(super) fn decode_shard<T: DeserializeOwned>(
     info: &ShardInfo,
     bytes: &[u8],
 ) -> Result<T, CoreError> {
-    let payload = open_shard(info, bytes)?;
-    let (value, used) = crate::bounded::decode(&payload).map_err(|e| CoreError::Decode {
-        file: info.name.clone(),
+    decode_payload(&info.name, &open_shard(info, bytes)?)
+}
+
+/// An inflated payload's value: bincode, bounded, with nothing left over.
+pub(super) fn decode_payload<T: DeserializeOwned>(
+    file: &str,
+    payload: &[u8],
+) -> Result<T, CoreError> {
+    let (value, used) = crate::bounded::decode(payload).map_err(|e| CoreError::Decode {
+        file: file.into(),
         message: e.to_string(),
     })?;
     if used != payload.len() {
         return Err(CoreError::Decode {
-            file: info.name.clone(),
+            file: file.into(),
             message: format!("{} bytes left after decoding", payload.len() - used),
         });
     }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use codegloss_core::web::{
     build_site_index, ModelFile, ShardInfo, ShardKind, WebManifest, SHARD_HASH_BYTES, WEB_MANIFEST,
+    WEB_MANIFEST_BIN,
 };
 
 use crate::embed::ModelFiles;
@@ -311,6 +312,19 @@ pub fn write_site(
         }
         write_if_changed(&path, bytes)?;
     }
+    // The manifests last, so a reader never sees one that lists a shard
+    // not written yet: the binary form the browser reads, the JSON form
+    // for people and tools.
+    let binary_path = index_out.join(WEB_MANIFEST_BIN);
+    let binary = site
+        .manifest
+        .to_binary()
+        .map_err(|source| IndexError::Index {
+            path: binary_path.clone(),
+            source,
+        })?;
+    total += binary.len() as u64;
+    write_if_changed(&binary_path, &binary)?;
     let text = site.manifest.to_json();
     total += text.len() as u64;
     write_if_changed(&index_out.join(WEB_MANIFEST), text.as_bytes())?;
