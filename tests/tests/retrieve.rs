@@ -11,7 +11,7 @@ use codegloss_core::query::Intent;
 use codegloss_core::retrieve::{
     retrieve, Corpus, EntityTarget, Retrieval, RetrievalSettings, Role, Source,
 };
-use codegloss_core::{Scope, SourceType};
+use codegloss_core::{EdgeKind, Scope, SourceType};
 use codegloss_indexer::embed::Embedder;
 use codegloss_indexer::{ingest::build, Config};
 use codegloss_tests::embedded_fixture;
@@ -188,6 +188,37 @@ fn expansion_follows_graph_edges_within_budget() {
     let files = r.files(&fixture().corpus);
     assert!(files.contains(&"src/Field/BareField.hpp"), "{files:?}");
     assert!(files.contains(&"src/Field/BareField.h"), "{files:?}");
+}
+
+#[test]
+fn expansion_follows_a_class_to_its_few_derived_classes() {
+    let r = ask("What does the FFT base class do?");
+    let corpus = &fixture().corpus;
+    let derived: Vec<_> = r
+        .chunks
+        .iter()
+        .filter_map(|c| Some((c, c.via.as_ref()?)))
+        .filter(|(_, via)| via.edge == "derived_by")
+        .collect();
+    assert!(!derived.is_empty(), "{:?}", r.files(corpus));
+    for (c, via) in derived {
+        assert_eq!(c.role, Role::StructuralExpansion);
+        let base = chunk(via.from_chunk).entity;
+        let inherits = |e: u32| {
+            corpus
+                .out_edges(e)
+                .iter()
+                .any(|&(k, t)| k == EdgeKind::Inherits && t == base)
+        };
+        assert!(inherits(chunk(c.chunk).entity), "{via:?}");
+        // Only a class with at most two derived classes is followed.
+        let all = corpus
+            .in_edges(base)
+            .iter()
+            .filter(|(k, _)| *k == EdgeKind::Inherits)
+            .count();
+        assert!(all <= 2, "{all} derived classes followed");
+    }
 }
 
 #[test]

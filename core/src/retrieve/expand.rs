@@ -14,6 +14,17 @@ use crate::model::{EdgeKind, EntityKind};
 
 /// Callees followed per primary chunk in the `callee` round.
 const CALLEE_EXPANSIONS: usize = 1;
+/// A class with more derived classes than this is an interface of many
+/// implementations: none of them is followed. A class with one or two is
+/// usually described, by a question in concepts, through what its
+/// implementation does ("the equally spaced mesh class" matches the base
+/// mesh class's words, not the derived class's name). Following them first
+/// in the balanced mode, measured on the IPPL benchmark (`codegloss eval`):
+/// reworded dev questions context recall 0.853 -> 0.870, hit@10 0.96 ->
+/// 0.98, MRR 0.703 -> 0.705, context tokens +3%; named questions unchanged
+/// (0.98 / 0.79 / 0.895 / 0.838), tokens +1%. 1 gives 0.863; 3 and 4 the
+/// same as 2.
+const MAX_DERIVED: usize = 2;
 /// Distance assumed for a supplementary chunk without one.
 const SUPPLEMENTARY_DEFAULT_DISTANCE: f32 = 2.0;
 /// Weight of the normalised BM25 score against `1 / (1 + distance)` when
@@ -38,6 +49,8 @@ enum Relation {
     Callee,
     /// The module that contains a file.
     Module,
+    /// The few classes that derive from a class ([`MAX_DERIVED`]).
+    Derived,
 }
 
 /// The rounds of each mode: first the most useful relation of every
@@ -48,7 +61,7 @@ fn relations(mode: ExpansionMode) -> &'static [Relation] {
     match mode {
         ExpansionMode::Minimal => &[SiblingFile, Definition, File],
         ExpansionMode::ApiUsage => &[SiblingFile, Definition, CallChain, File],
-        ExpansionMode::Balanced => &[SiblingFile, Definition, File, Class],
+        ExpansionMode::Balanced => &[Derived, SiblingFile, Definition, File, Class],
         ExpansionMode::Broad => &[SiblingFile, Definition, CallChain, File, Callee, Module],
     }
 }
@@ -140,6 +153,19 @@ fn targets(corpus: &Corpus, chunk: u32, rel: Relation) -> Vec<(u32, &'static str
                     .map(|(_, m)| vec![(*m, "in_module")])
             })
             .unwrap_or_default()
+        }
+        Relation::Derived => {
+            let derived: Vec<(u32, &'static str)> = corpus
+                .in_edges(e)
+                .iter()
+                .filter(|(k, _)| *k == EdgeKind::Inherits)
+                .map(|(_, t)| (*t, "derived_by"))
+                .collect();
+            if ent.kind.is_record() && derived.len() <= MAX_DERIVED {
+                derived
+            } else {
+                Vec::new()
+            }
         }
         Relation::Callee => corpus
             .out_edges(e)
