@@ -48,7 +48,7 @@ export const TO_WORKER = Object.freeze({
  * - `error` `{type, id?, message, detail?}`: loading or searching failed.
  * - `policy-violation` `{type, directive, blocked}`: the site's policy blocked a request.
  * - `semantic-done` `{type, id, on}`, `ranked` `{type, id, ms, total_ms, embed_ms, result}`
- *   and `prompted` `{type, id, prompt}` (`prompt`: `Engine.prompt`'s JSON):
+ *   and `prompted` `{type, id, prompt}` (`prompt`: the answer module's `prompt` JSON):
  *   the replies to `semantic`, `rank` and `prompt`.
  */
 export const FROM_WORKER = Object.freeze({

@@ -319,19 +319,20 @@ async function handleText(id) {
   post({ type: FROM_WORKER.texts, id, all: true, cards: JSON.parse(engine.cards()), stats: { bytes: bytesFetched - before } });
 }
 
-// The answer prompt of the last search, with core's answer defaults. The
-// context completes chunks into whole units (the rest of a class, a
-// section's subsections, a file's text): their text is loaded first, and
-// before it the text of the chunks whose lines say what a unit holds
-// (lines arrive with text). The context may look up the edges of
-// entities not loaded yet: those are fetched, and the prompt built again.
-async function lastPrompt() {
-  const defaults = JSON.parse(engine.answerDefaults());
+// The answer prompt of the last search, with core's answer defaults, both
+// from the answer module (`answer`). The context completes chunks into
+// whole units (the rest of a class, a section's subsections, a file's
+// text): their text is loaded first, and before it the text of the chunks
+// whose lines say what a unit holds (lines arrive with text). The context
+// may look up the edges of entities not loaded yet: those are fetched, and
+// the context built again.
+async function lastPrompt(answer) {
+  const defaults = JSON.parse(answer.answerDefaults());
   for (let round = 0; round < 8; round++) {
-    const prompt = JSON.parse(engine.prompt(defaults.context_tokens));
-    if (prompt.need_text) await loadText(prompt.need_text);
-    else if (prompt.need_shards) await fetchNeeded(prompt);
-    else return { prompt, defaults };
+    const built = JSON.parse(engine.answerContext(defaults.context_tokens));
+    if (built.need_text) await loadText(built.need_text);
+    else if (built.need_shards) await fetchNeeded(built);
+    else return { prompt: JSON.parse(answer.prompt(built.question, JSON.stringify(built.context))), defaults };
   }
   throw new Error('the text and edge shards of the answer context did not settle');
 }
@@ -348,35 +349,39 @@ function loadAnswerModule() {
 }
 
 async function handleAsk(id, query, settings) {
-  // Fetched while the search and the prompt run (when there is a model to
-  // ask); a failed load is reported with the answer.
-  const answerLoad = (settings && settings.endpoint || '').trim() ? loadAnswerModule() : null;
+  const endpoint = (settings && settings.endpoint || '').trim();
+  const model = (settings && settings.model || '').trim();
+  // Fetched while the search runs (when there is a model to ask): it
+  // renders the prompt and checks the answer.
+  const answerLoad = endpoint ? loadAnswerModule() : null;
+  let answer;
+  let loadFailure;
   let prompt;
   // The answer's budget, temperature, length, timeout and streaming are
-  // the engine's (core's) defaults, the same as `codegloss ask`'s.
+  // the answer module's (core's) defaults, the same as `codegloss ask`'s.
   let defaults;
   // The search and prompt run in the chain; the answer streams outside it.
   await (chain = chain.then(async () => {
     await handleSearch(id, query);
     await handleText(id);
-    ({ prompt, defaults } = await lastPrompt());
+    if (!answerLoad) return;
+    try {
+      answer = await answerLoad;
+    } catch (e) {
+      loadFailure = e;
+      return;
+    }
+    ({ prompt, defaults } = await lastPrompt(answer));
   }));
-  const endpoint = (settings && settings.endpoint || '').trim();
-  const model = (settings && settings.model || '').trim();
   if (!endpoint) throw Object.assign(new Error('no answer endpoint is set (open the settings)'), { answer: true });
   const refused = endpointRefusal(endpoint, policies, self.location.href);
   if (refused) throw Object.assign(new Error(refused), { answer: true });
+  if (loadFailure) throw Object.assign(new Error(`cannot load the answer module: ${message(loadFailure)}`), { answer: true });
   post({ type: FROM_WORKER.answerStart, id, model, prompt_signature: prompt.prompt_signature });
   // The answer opens with the lead core wrote from the fact sheet; the
   // model's words stream after it (the answer module's citations composes
   // the same).
   if (prompt.context.lead) post({ type: FROM_WORKER.answerDelta, id, text: `${prompt.context.lead}\n` });
-  let answer;
-  try {
-    answer = await answerLoad;
-  } catch (e) {
-    throw Object.assign(new Error(`cannot load the answer module: ${message(e)}`), { answer: true });
-  }
   let reply;
   const cancel = new AbortController();
   answering.set(id, cancel);
@@ -448,7 +453,7 @@ self.onmessage = async (event) => {
       await (chain = chain.then(async () => {
         const vector = msg.semantic === false ? undefined : await embed(msg.query);
         await retrieveLoaded(msg.query, vector);
-        const { prompt } = await lastPrompt();
+        const { prompt } = await lastPrompt(await loadAnswerModule());
         post({ type: FROM_WORKER.prompted, id: msg.id, prompt });
       }));
     } else if (msg.type === TO_WORKER.rank) {

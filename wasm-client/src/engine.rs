@@ -1,16 +1,17 @@
 //! The search engine the browser worker drives: a [`WebIndex`] (core's web
 //! layout) plus the last retrieval, exposed to JavaScript through
-//! wasm-bindgen. Retrieval, context building, the prompt and citation
-//! checks are `codegloss-core`'s, called exactly as the native CLI calls
-//! them, so the browser's ranked context equals `codegloss query --json`.
+//! wasm-bindgen. Retrieval and the answer context are `codegloss-core`'s,
+//! called exactly as the native CLI calls them, so the browser's ranked
+//! context equals `codegloss query --json`; the answer module
+//! (`codegloss-wasm-answer`) renders the prompt from that context and
+//! checks the answer's citations.
 //!
 //! The worker owns I/O: it fetches the manifest and shards (with the Cache
 //! API) and hands their bytes in; this side verifies every byte against
 //! the manifest before use. Every failure is a JavaScript `Error` with a
 //! readable message.
 
-use codegloss_core::answer::{answer_template, build_context_estimated};
-use codegloss_core::chat::ChatSettings;
+use codegloss_core::answer::build_context_estimated;
 use codegloss_core::embed::query_prompt;
 use codegloss_core::retrieve::{retrieve, Retrieval};
 use codegloss_core::web::{Missing, ShardInfo, ShardKind, WebIndex, WebManifest};
@@ -162,7 +163,7 @@ impl Engine {
     /// and [`Engine::add_block`] and search again), else `{chunks:
     /// [...], files, missing: [{position, name, bytes, sha256}]}`:
     /// `missing` lists the text shards to fetch and hand to
-    /// [`Engine::add_text`] before [`Engine::cards`] and [`Engine::prompt`]
+    /// [`Engine::add_text`] before [`Engine::cards`] and [`Engine::answer_context`]
     /// show their text (the text directory alone, until it is loaded: then
     /// ask [`Engine::missing_text`] again).
     pub fn search(
@@ -300,12 +301,13 @@ impl Engine {
         codegloss_core::answer::context_chunks(corpus, r)
     }
 
-    /// The chat messages for the last search, JSON: `{messages, context,
-    /// tokens, prompt_version, prompt_signature}`; `context` is core's
-    /// `Context` (the answer module's `citations` checks the answer against
-    /// it). The context is numbered in rank order, so `[n]`
-    /// names the n-th card; the lowest-ranked chunks are left out when the
-    /// `budget` (estimated tokens) is spent.
+    /// The answer context of the last search, JSON: `{question, context}`;
+    /// `context` is core's `Context`, from which the answer module renders
+    /// the prompt (`prompt`) and checks the answer (`citations`). It is
+    /// numbered in rank order, so `[n]` names the n-th card; the
+    /// lowest-ranked chunks are left out when the `budget` (estimated
+    /// tokens, the answer module's `answerDefaults().context_tokens`) is
+    /// spent.
     ///
     /// When the text of the context's chunks is not all loaded, returns
     /// `{need_text: [chunk]}` instead (load it with
@@ -315,7 +317,8 @@ impl Engine {
     /// up the edges of entities whose edge shards are not loaded,
     /// `{need_shards: [...]}` (as [`Engine::search`] does): add them and
     /// ask again.
-    pub fn prompt(&self, budget: u32) -> Result<String, JsError> {
+    #[wasm_bindgen(js_name = answerContext)]
+    pub fn answer_context(&self, budget: u32) -> Result<String, JsError> {
         let (question, r) = self.last()?;
         let wanted = self.text_wanted(r);
         if !self.index.missing_text(&wanted).is_empty() {
@@ -326,17 +329,7 @@ impl Engine {
         if !m.is_empty() {
             return Ok(self.need(m).to_string());
         }
-        let template = answer_template(question);
-        let messages = template.render(question, &context);
-        Ok(template.prompt_json(&messages, &context).to_string())
-    }
-
-    /// The answer defaults, JSON `{temperature, max_tokens, timeout_ms,
-    /// stream, context_tokens}`: core's, the same as `codegloss ask`'s
-    /// `[answer]` defaults, so the worker writes none of its own.
-    #[wasm_bindgen(js_name = answerDefaults)]
-    pub fn answer_defaults(&self) -> String {
-        ChatSettings::answer_defaults_json().to_string()
+        Ok(json!({ "question": question, "context": context }).to_string())
     }
 }
 
