@@ -351,9 +351,12 @@ function loadAnswerModule() {
 async function handleAsk(id, query, settings) {
   const endpoint = (settings && settings.endpoint || '').trim();
   const model = (settings && settings.model || '').trim();
+  // The page's policy may refuse the endpoint: then nothing is loaded for
+  // an answer that cannot be asked.
+  const refused = endpoint ? endpointRefusal(endpoint, policies, self.location.href) : '';
   // Fetched while the search runs (when there is a model to ask): it
   // renders the prompt and checks the answer.
-  const answerLoad = endpoint ? loadAnswerModule() : null;
+  const answerLoad = endpoint && !refused ? loadAnswerModule() : null;
   let answer;
   let loadFailure;
   let prompt;
@@ -374,7 +377,6 @@ async function handleAsk(id, query, settings) {
     ({ prompt, defaults } = await lastPrompt(answer));
   }));
   if (!endpoint) throw Object.assign(new Error('no answer endpoint is set (open the settings)'), { answer: true });
-  const refused = endpointRefusal(endpoint, policies, self.location.href);
   if (refused) throw Object.assign(new Error(refused), { answer: true });
   if (loadFailure) throw Object.assign(new Error(`cannot load the answer module: ${message(loadFailure)}`), { answer: true });
   post({ type: FROM_WORKER.answerStart, id, model, prompt_signature: prompt.prompt_signature });

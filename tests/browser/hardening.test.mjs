@@ -338,6 +338,33 @@ check('rerank', async () => {
   }
 });
 
+check('refused-endpoint-loads-nothing', async () => {
+  // The site's own page declares its policy: the worker refuses an
+  // endpoint the policy does not list before anything is fetched for the
+  // answer (the answer module is not loaded). The worker's fetches are
+  // reported as the page's requests.
+  const fresh = await browser.newContext();
+  await watchPolicy(fresh, violations);
+  const answerModule = [];
+  fresh.on('request', (req) => {
+    if (req.url().includes('codegloss_wasm_answer')) answerModule.push(req.url());
+  });
+  try {
+    const p = await newPage(fresh, 'refused endpoint');
+    await p.goto(SITE_URL);
+    const alert = await ready(p);
+    if (alert) fail(`the index did not load: ${alert}`);
+    const r = await askWith(p, 'https://llm.example.net/v1', 'how are particles moved each time step');
+    if (r.state !== 'error') fail('the answer from an endpoint the policy does not allow did not fail');
+    if (!r.error.includes("This site's security policy only allows answer models on this computer")) {
+      fail(`the answer error does not explain the policy: ${r.error}`);
+    }
+    if (answerModule.length) fail(`the answer module was fetched for a refused endpoint: ${answerModule.join(', ')}`);
+  } finally {
+    await fresh.close();
+  }
+});
+
 check('no-policy-violations', async () => {
   if (violations.length) fail(`the Content-Security-Policy reported:\n  ${violations.join('\n  ')}`);
 });
