@@ -28,7 +28,8 @@
 //!   file header).
 //! - `config`: `codegloss.toml` text.
 //! - `sse`: `[chunk] stream`: a server-sent-event stream cut into pieces
-//!   of `chunk + 1` bytes, then the text it streamed checked as an answer.
+//!   of `chunk + 1` bytes, then the text it streamed checked as an answer
+//!   (the repetition guard at its prefixes, citations, support).
 //! - `cpp`: `[sel] bytes` of a C++ file (`sel` picks parser settings).
 //! - `docs`: `[lang] [budget] bytes` of a documentation file.
 
@@ -38,6 +39,7 @@ use codegloss_core::answer::{
     build_context_estimated, check_citations, context_chunks, parse_completion, parse_sse_line,
     StreamEvent,
 };
+use codegloss_core::chat::{cut_answer, repetition_cut};
 use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::sse::SseLines;
@@ -622,6 +624,15 @@ pub fn sse(input: &[u8]) {
         let body = String::from_utf8_lossy(stream);
         if let Ok(c) = parse_completion(&body) {
             text.push_str(&c.text);
+        }
+        // The repetition guard, at every prefix a stream could end a piece
+        // on (any character boundary; in the first 4 KB, so that an input
+        // stays well within the time limit), and the cut it makes.
+        let guarded = (0..=text.len().min(4096)).filter(|&e| text.is_char_boundary(e));
+        for end in guarded.chain([text.len()]) {
+            if let Some(cut) = repetition_cut(&text[..end]) {
+                let _ = cut_answer(&text[..end], cut);
+            }
         }
         let q = "How are the halo cells of a field exchanged between ranks?";
         let _ = check_citations(&text, &fx.context);

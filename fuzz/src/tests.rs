@@ -135,6 +135,14 @@ data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":7}}\
 data: {\"error\":{\"message\":\"overloaded\"}}\n\ndata: [DONE]\n\n";
     s.push(with(&[7], stream.as_bytes()));
     s.push(with(&[0], b"{\"choices\":[{\"message\":{\"content\":\"It calls fillHalo [1].\"}}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}"));
+    // A model looping over a line that ends in a multi-byte character (the
+    // repetition guard once cut such a character in two).
+    let looping = "- [1] `src/Field.hpp` is defined in `src/Field.hpp:10-69`, lines 13-21 not shown\u{2026}\\n".repeat(6);
+    s.push(with(
+        &[0],
+        format!("{{\"choices\":[{{\"message\":{{\"content\":\"Answer.\\n{looping}\"}}}}]}}")
+            .as_bytes(),
+    ));
     save("sse", &mut s);
 
     let repo = fixture::repo();

@@ -38,7 +38,11 @@ pub fn repetition_cut(text: &str) -> Option<usize> {
     }
     // The latest earlier occurrence, so the period is the loop's own (it
     // may be shorter than the window: a short phrase said over and over).
-    let earlier = text[..n - 1].rfind(window).filter(|&p| p < tail)?;
+    // Every occurrence before `tail` ends before the text's last character,
+    // so the search leaves that character out (a whole character: the text
+    // may end in a multi-byte one).
+    let last = text.chars().next_back().map_or(0, char::len_utf8);
+    let earlier = text[..n - last].rfind(window).filter(|&p| p < tail)?;
     let period = tail - earlier;
     let bytes = text.as_bytes();
     // Extend the copy backwards as far as it goes.
@@ -124,6 +128,33 @@ mod tests {
         let text = format!("Answer: {}", "the field is updated and ".repeat(20));
         let at = repetition_cut(&text).expect("a loop");
         assert_eq!(text[..at].trim_end(), "Answer: the field is updated and");
+    }
+
+    #[test]
+    fn text_ending_in_a_multi_byte_character_is_cut_without_a_panic() {
+        // A model's loop over a line that ends in "…" (3 bytes): the search
+        // for an earlier copy must not cut that character in two.
+        let line =
+            "- [1] `src/Field.hpp` is defined in `src/Field.hpp:10-69`, lines 13-21 not shown…\n";
+        let mut text = String::from("Answer.\n");
+        let mut cut = None;
+        for _ in 0..6 {
+            for piece in [line.trim_end_matches('\n'), "\n"] {
+                text.push_str(piece);
+                cut = cut.or(repetition_cut(&text));
+            }
+        }
+        let at = cut.expect("a loop");
+        assert_eq!(
+            cut_answer(&text, at),
+            format!("Answer.\n{}", line.trim_end())
+        );
+        // Every prefix that ends on a character boundary, whatever its last
+        // character.
+        for end in (0..=text.len()).filter(|&e| text.is_char_boundary(e)) {
+            let _ = repetition_cut(&text[..end]);
+        }
+        assert!(first_repetition(&text).is_some());
     }
 
     #[test]
