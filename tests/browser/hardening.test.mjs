@@ -390,66 +390,53 @@ check('policy-header', async () => {
   }
 });
 
-check('damaged-shard', async () => {
-  // A damaged shard must not stay in the reader's browser: once the file
-  // is fixed, reloading the page in the same profile works.
-  const manifest = JSON.parse(fs.readFileSync(path.join(COPY_DIR, 'index/codegloss.json'), 'utf8'));
-  const shard = path.join(COPY_DIR, 'index', manifest.shards.find((s) => s.kind === 'search').name);
-  const good = fs.readFileSync(shard);
-  const bad = Buffer.from(good);
-  bad[bad.length >> 1] ^= 0xff;
-  const profile = await browser.newContext();
-  const problems = [];
-  try {
-    const p = await newPage(profile, 'damaged');
-    fs.writeFileSync(shard, bad);
-    try {
-      await p.goto(COPY_URL);
-      await ready(p);
-      const said = await inWidget(p, () => document.querySelector('codegloss-search').shadowRoot.querySelector('[role="alert"] p')?.textContent ?? '');
-      if (said !== "This site's index is damaged; tell its maintainer.") problems.push(`with a damaged shard the widget says ${JSON.stringify(said)}`);
-      await screenshot(p, 'damaged.png');
-    } finally {
-      fs.writeFileSync(shard, good);
-    }
-    await p.reload();
-    const alert = await ready(p);
-    if (alert) problems.push(`after the shard was fixed and the page reloaded, the widget says ${JSON.stringify(alert)}`);
-    else await search(p, 'halo');
-  } finally {
-    await profile.close();
-  }
-  if (problems.length) fail(problems.join('; '));
-});
-
-check('damaged-manifest', async () => {
-  // The binary manifest the worker reads carries its own hash: a damaged
-  // one is reported like a damaged shard, and once fixed the page works.
-  const file = path.join(COPY_DIR, 'index/codegloss.bin');
+/**
+ * Damage `file` (a path under the copy's index folder), load the page in a
+ * fresh profile: the widget must say the index is damaged. Then restore
+ * the file and reload in the same profile: the page must work, so nothing
+ * damaged stayed in the reader's browser. `what` names the file in the
+ * failures; `shot`, when given, is the screenshot of the damaged page.
+ */
+async function damagedFileRecovers(file, what, shot) {
   const good = fs.readFileSync(file);
   const bad = Buffer.from(good);
   bad[bad.length >> 1] ^= 0xff;
   const profile = await browser.newContext();
   const problems = [];
   try {
-    const p = await newPage(profile, 'damaged manifest');
+    const p = await newPage(profile, `damaged ${what}`);
     fs.writeFileSync(file, bad);
     try {
       await p.goto(COPY_URL);
       await ready(p);
       const said = await inWidget(p, () => document.querySelector('codegloss-search').shadowRoot.querySelector('[role="alert"] p')?.textContent ?? '');
-      if (said !== "This site's index is damaged; tell its maintainer.") problems.push(`with a damaged manifest the widget says ${JSON.stringify(said)}`);
+      if (said !== "This site's index is damaged; tell its maintainer.") problems.push(`with a damaged ${what} the widget says ${JSON.stringify(said)}`);
+      if (shot) await screenshot(p, shot);
     } finally {
       fs.writeFileSync(file, good);
     }
     await p.reload();
     const alert = await ready(p);
-    if (alert) problems.push(`after the manifest was fixed and the page reloaded, the widget says ${JSON.stringify(alert)}`);
+    if (alert) problems.push(`after the ${what} was fixed and the page reloaded, the widget says ${JSON.stringify(alert)}`);
     else await search(p, 'halo');
   } finally {
     await profile.close();
   }
   if (problems.length) fail(problems.join('; '));
+}
+
+check('damaged-shard', async () => {
+  // A damaged shard must not stay in the reader's browser: once the file
+  // is fixed, reloading the page in the same profile works.
+  const manifest = JSON.parse(fs.readFileSync(path.join(COPY_DIR, 'index/codegloss.json'), 'utf8'));
+  const shard = path.join(COPY_DIR, 'index', manifest.shards.find((s) => s.kind === 'search').name);
+  await damagedFileRecovers(shard, 'shard', 'damaged.png');
+});
+
+check('damaged-manifest', async () => {
+  // The binary manifest the worker reads carries its own hash: a damaged
+  // one is reported like a damaged shard, and once fixed the page works.
+  await damagedFileRecovers(path.join(COPY_DIR, 'index/codegloss.bin'), 'manifest');
 });
 
 // -------------------------------------------------------------------- run
