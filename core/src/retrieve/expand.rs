@@ -154,19 +154,22 @@ fn targets(corpus: &Corpus, chunk: u32, rel: Relation) -> Vec<(u32, &'static str
             })
             .unwrap_or_default()
         }
-        Relation::Derived => {
+        // Only a record's incoming edges are read: in the browser, reading
+        // an entity's edges asks for its edge shard.
+        Relation::Derived if ent.kind.is_record() => {
             let derived: Vec<(u32, &'static str)> = corpus
                 .in_edges(e)
                 .iter()
                 .filter(|(k, _)| *k == EdgeKind::Inherits)
                 .map(|(_, t)| (*t, "derived_by"))
                 .collect();
-            if ent.kind.is_record() && derived.len() <= MAX_DERIVED {
+            if derived.len() <= MAX_DERIVED {
                 derived
             } else {
                 Vec::new()
             }
         }
+        Relation::Derived => Vec::new(),
         Relation::Callee => corpus
             .out_edges(e)
             .iter()
