@@ -548,6 +548,11 @@ fn eval_answers_resume_and_score() {
         ] {
             assert!(q.get(k).is_some(), "missing {k}");
         }
+        // Answers stream, as in `ask`; a stream without usage (the
+        // llama-cpp-python server sends none) still gets both counts.
+        let prompt = q["prompt_tokens"].as_u64().unwrap();
+        let completion = q["completion_tokens"].as_u64().unwrap();
+        assert!(prompt > 100 && (1..=16).contains(&completion), "{q}");
     }
     assert!(v["questions"][0]["nugget_recall"].is_number());
     // A second run resumes: every answer is kept as it was.

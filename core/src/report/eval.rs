@@ -243,10 +243,12 @@ pub struct QuestionRow {
     /// The answer's evidence support.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub support: Option<SupportRecord>,
-    /// Prompt tokens the server counted.
+    /// Prompt tokens the server counted (for a stream that reported no
+    /// usage, counted by asking the server again for one token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens: Option<u64>,
-    /// Completion tokens the server counted.
+    /// Completion tokens the server counted (for a stream that reported no
+    /// usage, its text deltas: one per token on llama.cpp servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
     /// Whether the answer was cut where the model began to repeat itself.

@@ -310,21 +310,26 @@ fn answer_question(
     let template = answer_template(text);
     let messages = template.render(text, ctx);
     let t = Instant::now();
-    // Batch answers need no streaming, and plain responses carry token
-    // usage (llama-cpp-python sends none in streams).
-    let plain = llm::AnswerConfig {
-        stream: false,
-        ..cfg.answer.clone()
-    };
-    match llm::chat(&plain, &messages, &mut |_| {}) {
+    // Asked as a user asks: streamed when `[answer] stream` is on (the
+    // default), so that an answer which starts to loop is stopped where the
+    // repetition guard cuts it, as in `codegloss ask` and the widget, rather
+    // than generated up to `max_tokens` and cut afterwards.
+    let mut deltas = 0u64;
+    let reply = llm::chat(&cfg.answer, &messages, &mut |_| deltas += 1);
+    row.latency_seconds = Some(t.elapsed().as_secs_f64());
+    match reply {
         Ok(a) => {
             let answer = ctx.answer(&a.text);
             record(row, &answer);
             row.nugget_recall = nugget_recall(&answer, &q.nuggets)?;
             row.answer = Some(answer);
             row.model_answer = Some(a.text);
-            row.prompt_tokens = a.prompt_tokens;
-            row.completion_tokens = a.completion_tokens;
+            row.completion_tokens = a.completion_tokens.or(a.streamed.then_some(deltas));
+            row.prompt_tokens = match a.prompt_tokens {
+                Some(n) => Some(n),
+                None if a.streamed => prompt_tokens(&cfg.answer, &messages, &q.id, observer),
+                None => None,
+            };
             row.cut_repetition = a.cut_repetition;
         }
         Err(e) => {
@@ -333,11 +338,37 @@ fn answer_question(
         }
     }
     row.context_files = Some(context_files(ctx));
-    row.latency_seconds = Some(t.elapsed().as_secs_f64());
     row.model = Some(cfg.answer.model.clone());
     row.prompt_signature = Some(template.signature());
     row.answer_context = Some(kind.as_str().to_string());
     Ok(())
+}
+
+/// The prompt's length in tokens as the server counts it, for a streamed
+/// answer whose stream reported no usage (llama-cpp-python sends none, and
+/// ignores `stream_options`): the same messages asked again without
+/// streaming for one token. A server that keeps the prompt it has just
+/// evaluated (llama.cpp's and llama-cpp-python's do) evaluates only what
+/// differs, so this costs a fraction of a second; it is outside the
+/// question's latency. None, with a note, when the server does not answer.
+fn prompt_tokens(
+    cfg: &llm::AnswerConfig,
+    messages: &[codegloss_core::chat::Message],
+    id: &str,
+    observer: &mut dyn EvalObserver,
+) -> Option<u64> {
+    let probe = llm::AnswerConfig {
+        stream: false,
+        max_tokens: 1,
+        ..cfg.clone()
+    };
+    match llm::chat(&probe, messages, &mut |_| {}) {
+        Ok(a) => a.prompt_tokens,
+        Err(e) => {
+            observer.note(&format!("{id}: prompt tokens not counted: {e}"));
+            None
+        }
+    }
 }
 
 /// Score the answers of an earlier report against the nuggets of
