@@ -6,6 +6,7 @@
 
 use std::sync::OnceLock;
 
+use codegloss_core::answer::build_context_estimated;
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::query::Intent;
 use codegloss_core::retrieve::{
@@ -250,6 +251,64 @@ fn keyword_only_retrieval_works_without_vectors() {
     assert!(!r.chunks.is_empty());
     assert!(r.chunks.iter().all(|c| c.score.distance.is_none()));
     assert!(r.files(&f.corpus).iter().any(|p| p.contains("Halo")));
+}
+
+#[test]
+fn a_long_file_shows_the_member_nearest_the_question_by_meaning() {
+    let f = fixture();
+    let question = "How does the field report the spread of its values?";
+    let r = ask(question);
+    // Every chunk of the context's files has its distance; none without a vector.
+    for rc in &r.chunks {
+        let file = f.corpus.file_of_chunk(rc.chunk).unwrap();
+        for c in f.corpus.chunks_of_file(file) {
+            assert!(r.file_distances.contains_key(c), "chunk {c}");
+        }
+    }
+    let plain = retrieve(&f.corpus, question, None, &RetrievalSettings::default()).unwrap();
+    assert!(plain.file_distances.is_empty());
+    // The file unit alone, in a budget far smaller than the file: the body
+    // of the member nearest the question is shown, though its lines do
+    // not use the question's words.
+    let file = f
+        .corpus
+        .data
+        .chunks
+        .iter()
+        .find(|c| c.path == "src/Field/BareField.hpp" && c.chunk_type == "file")
+        .unwrap()
+        .id;
+    let mut only = r.clone();
+    only.chunks = vec![codegloss_core::retrieve::RetrievedChunk {
+        chunk: file,
+        ..r.chunks[0].clone()
+    }];
+    // The file's part nearest the question by meaning.
+    let nearest = f
+        .corpus
+        .chunks_of_file(f.corpus.file_of_chunk(file).unwrap())
+        .iter()
+        .filter(|&&c| c != file)
+        .min_by(|a, b| r.file_distances[a].total_cmp(&r.file_distances[b]))
+        .copied()
+        .unwrap();
+    let near_lines = |text: &str| {
+        chunk(nearest)
+            .code
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.len() >= 12 && text.contains(l))
+            .count()
+    };
+    let with = build_context_estimated(&f.corpus, &only, question, 900);
+    only.file_distances.clear();
+    let without = build_context_estimated(&f.corpus, &only, question, 900);
+    assert!(
+        near_lines(&with.text) >= near_lines(&without.text) + 3,
+        "with:\n{}\nwithout:\n{}",
+        with.text,
+        without.text
+    );
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //! cannot close its fence, nothing shown twice, and every location the
 //! file's own lines.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::evidence::{choose, Focus, Offered};
@@ -17,7 +19,7 @@ use super::unit::{
 };
 use crate::model::{EdgeKind, EntityKind, GlossSource};
 use crate::retrieve::{Corpus, Retrieval, Role};
-use crate::sort::sort_by_key;
+use crate::sort::{sort_by, sort_by_key};
 use crate::text::{estimate_tokens, reveal_bidi};
 
 /// One chunk as numbered in the context.
@@ -162,6 +164,23 @@ const NEIGHBOURS: usize = 8;
 /// would crowd it out.
 const OUTSIDE_WEIGHT: f32 = 0.5;
 
+/// Weight of every line of the part of a unit nearest the question by
+/// meaning (the next part gets half), against a question term's inverse
+/// document frequency (about 2 to 9): a long file or class shows the body
+/// of the member the question is about even where the body does not use
+/// the question's words. Measured by context nugget recall on the first
+/// benchmark codebase's dev questions, named / reworded: 0.556 / 0.448
+/// without; 4: 0.560 / 0.456; 6: 0.568 / 0.460; 8: 0.580 / 0.468; 12:
+/// 0.580 / 0.464 (two parts; one part at 8: 0.580 / 0.452, three: 0.576 /
+/// 0.472).
+const SEMANTIC_WEIGHT: f32 = 8.0;
+
+/// Parts of a unit that get a semantic weight, nearest first.
+const SEMANTIC_PARTS: usize = 2;
+
+/// Trimmed lines shorter than this get no semantic weight.
+const MEANINGFUL: usize = 8;
+
 /// Characters of a declaration's doc comment kept in its excerpt's heading.
 const DOC_CHARS: usize = 320;
 
@@ -252,6 +271,7 @@ fn offered<'a>(
     chunk: u32,
     shown: &[(&str, u32, u32)],
     focus: &Focus,
+    distances: &BTreeMap<u32, f32>,
 ) -> Vec<Offered<'a>> {
     let data = &corpus.data;
     let c = &data.chunks[chunk as usize];
@@ -297,6 +317,8 @@ fn offered<'a>(
         }
     }
     let first_part = pieces.first().map(|o| o.id);
+    let part_ids: Vec<u32> = pieces.iter().map(|o| o.id).collect();
+    let nearest = nearest_parts(&part_ids, distances);
     // Runs of lines in file order, each with the chunk it comes from.
     let mut runs: Vec<(u32, Vec<UnitLine<'a>>)> = pieces
         .iter()
@@ -340,8 +362,16 @@ fn offered<'a>(
             } else {
                 focus.score(l.text) * OUTSIDE_WEIGHT
             };
+            // A line of a part nearest the question by meaning is
+            // evidence even without the question's words (a trivial line,
+            // a brace or `else {`, is not).
+            let near = if !outside && l.text.trim().len() >= MEANINGFUL {
+                nearest.get(&id).copied().unwrap_or(0.0)
+            } else {
+                0.0
+            };
             out.push(Offered {
-                score,
+                score: score + near,
                 line: l,
                 own: id == chunk && !outside,
                 anchor,
@@ -350,6 +380,30 @@ fn offered<'a>(
         }
     }
     out
+}
+
+/// The parts of a unit of several parts (the members of a file, the parts
+/// of a long function) nearest the question by meaning, with the weight
+/// their lines get: [`SEMANTIC_WEIGHT`] for the nearest, half of it for
+/// the next, up to [`SEMANTIC_PARTS`]. None for a unit of one part (shown
+/// whole or by its lines' words) or without distances.
+fn nearest_parts(parts: &[u32], distances: &BTreeMap<u32, f32>) -> BTreeMap<u32, f32> {
+    if parts.len() < 2 {
+        return BTreeMap::new();
+    }
+    let mut by_distance: Vec<(f32, u32)> = parts
+        .iter()
+        .filter_map(|id| distances.get(id).map(|&d| (d, *id)))
+        .collect();
+    sort_by(&mut by_distance, |a, b| {
+        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+    });
+    by_distance
+        .into_iter()
+        .take(SEMANTIC_PARTS)
+        .enumerate()
+        .map(|(rank, (_, id))| (id, SEMANTIC_WEIGHT / (rank + 1) as f32))
+        .collect()
 }
 
 /// Build the numbered context of a retrieval for `question` within
@@ -424,7 +478,7 @@ pub fn build_context(
         let lines = if e.kind == EntityKind::Module {
             Vec::new()
         } else {
-            offered(corpus, rc.chunk, &shown, &focus)
+            offered(corpus, rc.chunk, &shown, &focus, &retrieval.file_distances)
         };
         if lines.is_empty()
             && matches!(e.kind, EntityKind::File | EntityKind::Namespace)
@@ -615,4 +669,20 @@ pub fn build_context_estimated(
     budget: usize,
 ) -> Context {
     build_context(corpus, retrieval, question, budget, &estimate_tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nearest_two_parts_get_the_semantic_weight() {
+        let d: BTreeMap<u32, f32> = [(1, 0.9), (2, 0.4), (3, 0.6), (4, 0.4)].into();
+        let w = nearest_parts(&[1, 2, 3, 4], &d);
+        // Ties by chunk id; the nearest gets the weight, the next half.
+        assert_eq!(w, [(2, SEMANTIC_WEIGHT), (4, SEMANTIC_WEIGHT / 2.0)].into());
+        // One part is shown whole or by its words; no vector, no weight.
+        assert!(nearest_parts(&[2], &d).is_empty());
+        assert!(nearest_parts(&[1, 2], &BTreeMap::new()).is_empty());
+    }
 }

@@ -7,7 +7,8 @@
 //! and the doc comment above it), the lines that declare the unit's
 //! members, and the statements that the question's terms and the other
 //! retrieved entities' names point at, each with a line of surrounding
-//! context. The rest is replaced by a marker that names the file lines
+//! context (and, scored by the context, the lines of the unit's parts
+//! nearest the question by meaning). The rest is replaced by a marker that names the file lines
 //! left out, so a reader (and the model) knows the text is cut.
 //!
 //! Scoring uses the keyword index's tokenizer and inverse document

@@ -33,6 +33,8 @@ mod select;
 pub mod settings;
 pub mod signals;
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 pub use corpus::Corpus;
@@ -186,6 +188,12 @@ pub struct Retrieval {
     pub candidates: usize,
     /// Chunks dropped by the noise filter and the final-context filter.
     pub dropped: Vec<(u32, String)>,
+    /// The question's distance to every chunk of the final context's files
+    /// (empty without a query vector): the answer context shows the parts
+    /// of a long unit nearest the question by meaning
+    /// (`answer::context`), which the question's words alone miss.
+    #[serde(skip)]
+    pub file_distances: BTreeMap<u32, f32>,
 }
 
 impl Retrieval {
@@ -218,6 +226,34 @@ fn is_noise(c: &Chunk) -> bool {
 
 fn is_callable_chunk(corpus: &Corpus, c: &Chunk) -> bool {
     corpus.data.entities[c.entity as usize].kind.is_callable()
+}
+
+/// The question's distance to every chunk of the files `chunks` come
+/// from, as dense retrieval measures it (exact, or under a probe the same
+/// estimates the browser has).
+fn file_distances(
+    corpus: &Corpus,
+    chunks: &[RetrievedChunk],
+    dense: &Dense<'_>,
+) -> BTreeMap<u32, f32> {
+    let mut out = BTreeMap::new();
+    if dense.vector().is_none() {
+        return out;
+    }
+    let mut files: Vec<u32> = chunks
+        .iter()
+        .filter_map(|rc| corpus.file_of_chunk(rc.chunk))
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    for f in files {
+        for &c in corpus.chunks_of_file(f) {
+            if let Some(d) = dense.distance(c) {
+                out.insert(c, d);
+            }
+        }
+    }
+    out
 }
 
 /// Run the whole retrieval pipeline for a question. `query_vector` is the
@@ -259,6 +295,7 @@ pub fn retrieve(
         expand::supplementary(corpus, &chosen, &dense, &bm25.scores, settings, keep_noise);
     chosen.extend(supplementary);
     let chunks = filter::final_filter(corpus, chosen, &mut dropped);
+    let file_distances = file_distances(corpus, &chunks, &dense);
 
     Ok(Retrieval {
         route,
@@ -266,5 +303,6 @@ pub fn retrieve(
         chunks,
         candidates,
         dropped,
+        file_distances,
     })
 }
