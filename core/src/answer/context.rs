@@ -14,8 +14,8 @@ use super::evidence::{choose, Focus, Offered};
 use super::facts::fact_line;
 use super::lead::{key_lines, Excerpt};
 use super::unit::{
-    file_text_chunks, is_shown, leading_lines_that_fit, line_range, outside_runs, unit_chunks,
-    unit_lines, UnitLine,
+    declaration_column, file_text_chunks, is_shown, leading_lines_that_fit, line_range,
+    outside_runs, unit_chunks, unit_lines, UnitLine,
 };
 use crate::model::{EdgeKind, EntityKind, GlossSource};
 use crate::retrieve::{Corpus, Retrieval, Role};
@@ -324,7 +324,10 @@ fn offered<'a>(
         .iter()
         .map(|o| {
             let drop_header = o.part > 1 && Some(o.id) != first_part;
-            (o.id, unit_lines(o, drop_header))
+            (
+                o.id,
+                unit_lines(o, drop_header, declaration_column(corpus, o.id)),
+            )
         })
         .collect();
     if let Some(f) = outside {
@@ -617,7 +620,7 @@ pub fn file_context(
         // and the file's lines outside entities go in their places.
         let mut runs: Vec<Vec<UnitLine<'_>>> = file_text_chunks(data, path)
             .into_iter()
-            .map(|c| unit_lines(c, c.part > 1))
+            .map(|c| unit_lines(c, c.part > 1, Some(0)))
             .collect();
         if let Some(f) = file_chunk {
             runs.extend(outside_runs(data, &data.chunks[f as usize], &|_| true));

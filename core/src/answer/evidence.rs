@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::unit::UnitLine;
+use super::unit::{columns, indent_len, UnitLine};
 use crate::lexical::tokenize;
 use crate::retrieve::Corpus;
 use crate::sort::sort_by;
@@ -42,6 +42,13 @@ const HEAD_LINES: usize = 8;
 
 /// A one-line gap up to this many characters is shown instead of a marker.
 const SHORT_GAP: usize = 24;
+
+/// Indentation a line may have beyond the line before it, in columns,
+/// once the excerpt's common indentation is removed: a continuation
+/// aligned under an opening parenthesis 60 columns to the right costs a
+/// token per three columns of the estimate and tells a reader nothing
+/// that 8 columns do not.
+const CONTINUATION: usize = 8;
 
 /// Lines a declaration's head may take after a `template <...>` line.
 const TEMPLATE_HEAD: usize = 2;
@@ -204,7 +211,7 @@ fn marker(language: &str, from: Option<u32>, to: Option<u32>) -> String {
 /// or after the last one needs none: the excerpt's heading says which
 /// lines it shows, and the file around the unit is not part of it.
 fn render(offered: &[Offered<'_>], keep: &[bool], language: &str) -> String {
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<Rendered> = Vec::new();
     let (mut lead, mut end) = (0, offered.len());
     if let (Some(first), Some(last)) = (keep.iter().position(|&k| k), keep.iter().rposition(|&k| k))
     {
@@ -218,7 +225,7 @@ fn render(offered: &[Offered<'_>], keep: &[bool], language: &str) -> String {
     let mut i = lead;
     while i < end {
         if keep[i] {
-            out.push(offered[i].line.text.to_string());
+            out.push(Rendered::line(&offered[i].line));
             i += 1;
             continue;
         }
@@ -226,16 +233,92 @@ fn render(offered: &[Offered<'_>], keep: &[bool], language: &str) -> String {
         while i < end && !keep[i] {
             i += 1;
         }
-        // One short line costs no more than its marker: it is shown.
-        if i - start == 1 && offered[start].line.text.trim().len() <= SHORT_GAP {
-            out.push(offered[start].line.text.to_string());
+        let gap = &offered[start..i];
+        let from = gap.iter().find_map(|o| o.line.line);
+        let to = gap.iter().rev().find_map(|o| o.line.line);
+        let marker = marker(language, from, to);
+        // A gap that costs no more than its marker (one short line, or a
+        // few lines whose text, without indentation, is no longer than
+        // the marker) is shown instead.
+        let cost: usize = gap.iter().map(|o| o.line.text.trim().len() + 1).sum();
+        if (gap.len() == 1 && gap[0].line.text.trim().len() <= SHORT_GAP) || cost <= marker.len() {
+            out.extend(gap.iter().map(|o| Rendered::line(&o.line)));
             continue;
         }
-        let from = offered[start..i].iter().find_map(|o| o.line.line);
-        let to = offered[start..i].iter().rev().find_map(|o| o.line.line);
-        out.push(marker(language, from, to));
+        out.push(Rendered {
+            text: marker,
+            lost: Some(0),
+            marker: true,
+        });
     }
-    out.join("\n")
+    dedent(&out).join("\n")
+}
+
+/// A line of a rendered excerpt.
+struct Rendered {
+    text: String,
+    /// Columns of indentation the text lacks ([`UnitLine::lost`]); for a
+    /// marker, 0.
+    lost: Option<usize>,
+    /// A marker for left-out lines.
+    marker: bool,
+}
+
+impl Rendered {
+    fn line(l: &UnitLine<'_>) -> Rendered {
+        Rendered {
+            text: l.text.to_string(),
+            lost: l.lost,
+            marker: false,
+        }
+    }
+
+    /// Its column in the file, when known.
+    fn column(&self) -> Option<usize> {
+        self.lost
+            .map(|lost| columns(&self.text[..indent_len(&self.text)]) + lost)
+    }
+}
+
+/// The lines with the indentation they all share removed, and no line
+/// indented more than [`CONTINUATION`] columns beyond the line before it:
+/// a member of a class in a namespace starts one step in, not three, and
+/// continuations aligned under an opening parenthesis far to the right
+/// all go one step in from their line. A line whose column is unknown (a
+/// declaration's first line that does not end with a closing brace of its
+/// own, such as a prototype or a type alias) starts at the margin, the
+/// level of the declarations around it. Markers and empty lines stay as
+/// they are; neither they nor a line so moved count as the line before.
+fn dedent(lines: &[Rendered]) -> Vec<String> {
+    let common = lines
+        .iter()
+        .filter(|l| !l.marker && !l.text.trim().is_empty())
+        .filter_map(Rendered::column)
+        .min()
+        .unwrap_or(0);
+    let mut before: Option<usize> = None;
+    lines
+        .iter()
+        .map(|l| {
+            let body = l.text.trim_start_matches([' ', '\t']);
+            if l.marker {
+                // What follows a marker is not continued from it.
+                before = None;
+                return l.text.clone();
+            }
+            if body.is_empty() {
+                return String::new();
+            }
+            // A line whose column is unknown starts at the margin.
+            let mut w = l.column().map_or(0, |c| c.saturating_sub(common));
+            match before {
+                // Aligned continuations all go one step in from their line.
+                Some(b) if w > b + CONTINUATION => w = b + CONTINUATION,
+                _ => before = Some(w),
+            }
+            format!("{}{body}", " ".repeat(w))
+        })
+        .collect()
 }
 
 /// Choose the evidence of a unit within `fits` (a monotone test of the
@@ -385,6 +468,7 @@ mod tests {
                 line: UnitLine {
                     text: t,
                     line: Some(10 + i as u32),
+                    lost: Some(0),
                 },
                 own: true,
                 outside: false,
@@ -437,6 +521,75 @@ mod tests {
         );
         assert_eq!(marker("cpp", Some(4), Some(4)), "// ... line 4 not shown");
         assert_eq!(marker("cmake", None, None), "# ... lines not shown");
+    }
+
+    #[test]
+    fn excerpts_lose_the_indentation_their_lines_share_and_aligned_continuations() {
+        let r = |text: &str, lost: Option<usize>| Rendered {
+            text: text.into(),
+            lost,
+            marker: false,
+        };
+        let lines = [
+            // A chunk's first line starts at its declaration, column 4.
+            r("class A {", Some(4)),
+            r("    public:", Some(0)),
+            r("        void f(int a,", Some(0)),
+            r("                   int b);", Some(0)),
+            r("        ", Some(0)),
+            Rendered {
+                text: "// ... lines 5-9 not shown".into(),
+                lost: Some(0),
+                marker: true,
+            },
+            r("        int x;", Some(0)),
+            // A declaration whose column is unknown.
+            r("using T = int;", None),
+            r("    };", Some(0)),
+        ];
+        assert_eq!(
+            dedent(&lines),
+            [
+                "class A {",
+                "public:",
+                "    void f(int a,",
+                "            int b);",
+                "",
+                "// ... lines 5-9 not shown",
+                "    int x;",
+                "using T = int;",
+                "};",
+            ]
+        );
+        // Where a first line's column is unknown, the rest keep theirs.
+        let free = [
+            r("void g() {", None),
+            r("    h();", Some(0)),
+            r("}", Some(0)),
+        ];
+        assert_eq!(dedent(&free), ["void g() {", "    h();", "}"]);
+    }
+
+    #[test]
+    fn a_gap_no_longer_than_its_marker_is_shown_instead() {
+        let long = "  a_statement_far_longer_than_any_marker_of_left_out_lines();";
+        let o = offered(
+            &[
+                "  alpha();",
+                "  b;",
+                "  c;",
+                "  omega();",
+                long,
+                long,
+                "  end();",
+            ],
+            &focus(&[]),
+        );
+        let keep = [true, false, false, true, false, false, true];
+        assert_eq!(
+            render(&o, &keep, "cpp"),
+            "alpha();\nb;\nc;\nomega();\n// ... lines 14-15 not shown\nend();"
+        );
     }
 
     #[test]

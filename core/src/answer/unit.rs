@@ -67,7 +67,7 @@ pub(super) fn outside_runs<'a>(
         .collect();
     let mut runs: Vec<Vec<UnitLine<'a>>> = Vec::new();
     let mut last = 0u32;
-    for l in unit_lines(file_chunk, false) {
+    for l in unit_lines(file_chunk, false, Some(0)) {
         let Some(n) = l.line else { continue };
         if held.iter().any(|&(a, b)| a <= n && n <= b) || !keep(n) {
             continue;
@@ -96,6 +96,13 @@ pub(super) fn is_shown(shown: &[(&str, u32, u32)], c: &crate::model::Chunk) -> b
 pub(super) struct UnitLine<'a> {
     pub(super) text: &'a str,
     pub(super) line: Option<u32>,
+    /// Columns of indentation the text lacks: 0 for a line as the file
+    /// has it; a chunk's first line starts where its declaration starts,
+    /// so it lacks the declaration's column, known when the chunk ends
+    /// with the declaration's closing brace (at that column); `None` when
+    /// unknown (that first line otherwise, the first line of a split
+    /// entity's earlier part, and a split part's repeated signature).
+    pub(super) lost: Option<usize>,
 }
 
 /// Lines of one chunk's code as shown in a unit. A later part of a split
@@ -104,19 +111,74 @@ pub(super) struct UnitLine<'a> {
 /// says where the text starts; every part drops its trailing `// [continues
 /// in part ...]` marker, so the parts join into the source. The rest is
 /// numbered with the file's own lines ([`crate::lines::code_lines`]).
-pub(super) fn unit_lines(c: &crate::model::Chunk, drop_header: bool) -> Vec<UnitLine<'_>> {
-    crate::lines::code_lines(c)
+pub(super) fn unit_lines(
+    c: &crate::model::Chunk,
+    drop_header: bool,
+    column: Option<usize>,
+) -> Vec<UnitLine<'_>> {
+    let lines = crate::lines::code_lines(c);
+    let source = |l: &crate::lines::CodeLine<'_>| matches!(l.kind, LineKind::Source { .. });
+    let first = lines.iter().position(source);
+    lines
         .into_iter()
-        .filter(|l| match l.kind {
+        .enumerate()
+        .filter(|(_, l)| match l.kind {
             LineKind::Prelude => !drop_header,
             LineKind::Trailer => false,
             LineKind::Source { .. } => true,
         })
-        .map(|l| UnitLine {
-            text: l.text,
-            line: l.line(),
+        .map(|(i, l)| {
+            let lost = if !source(&l) {
+                None
+            } else if Some(i) == first && indent_len(l.text) == 0 {
+                column
+            } else {
+                Some(0)
+            };
+            UnitLine {
+                text: l.text,
+                line: l.line(),
+                lost,
+            }
         })
         .collect()
+}
+
+/// The column a chunk's declaration starts at, which the chunk's text,
+/// starting where the declaration starts, does not show: the column of the
+/// declaration's closing brace, on the last line of its last part (a file
+/// chunk starts at its file's first column). `None` when the declaration
+/// does not end with a brace on a line of its own, or the last part's
+/// text is not loaded.
+pub(super) fn declaration_column(corpus: &Corpus, chunk: u32) -> Option<usize> {
+    let data = &corpus.data;
+    let c = data.chunks.get(chunk as usize)?;
+    if c.entity_type == EntityKind::File {
+        return Some(0);
+    }
+    let last = if c.parts > 1 {
+        let id = *corpus.chunks_of_entity.get(c.entity as usize)?.last()?;
+        data.chunks.get(id as usize)?
+    } else {
+        c
+    };
+    let line = crate::lines::source_lines(last)
+        .map(|l| l.text)
+        .filter(|t| !t.trim().is_empty())
+        .last()?;
+    line.trim_start()
+        .starts_with('}')
+        .then(|| columns(&line[..indent_len(line)]))
+}
+
+/// Bytes of a line's leading spaces and tabs.
+pub(super) fn indent_len(line: &str) -> usize {
+    line.len() - line.trim_start_matches([' ', '\t']).len()
+}
+
+/// Columns of an indentation, a tab counting four.
+pub(super) fn columns(indent: &str) -> usize {
+    indent.chars().map(|c| if c == '\t' { 4 } else { 1 }).sum()
 }
 
 /// The first and last file line among `lines`.
