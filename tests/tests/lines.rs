@@ -372,3 +372,58 @@ fn a_line_cut_between_chunks_is_a_warning() {
         .iter()
         .all(|w| !w.message.contains("chunk budget")));
 }
+
+/// An excerpt shows its lines without the indentation they share: a
+/// struct inside a namespace starts at the margin and its members one
+/// step in (the chunk's first line, which starts at the declaration, gets
+/// the column of the closing brace); a continuation aligned under an
+/// opening parenthesis goes one step in from its line; and the parts of a
+/// split function keep the body a step in from the signature.
+#[test]
+fn excerpts_keep_their_shape_without_the_shared_indentation() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = "#pragma once\n\nnamespace demo {\n    namespace inner {\n        struct Grid {\n            int cells(int nx,\n                      int ny) const;\n            int ghosts = 1;\n        };\n    }  // namespace inner\n}  // namespace demo\n";
+    write(dir.path(), "src/Grid.h", header);
+    write(dir.path(), PATH, &long_header());
+    let out = index(dir.path());
+    let corpus = corpus_of(out.data.clone());
+    let excerpt = |chunk: &Chunk| {
+        let ctx =
+            build_context_estimated(&corpus, &retrieval_of(&corpus, chunk.id), "grid", 100_000);
+        only_block(&ctx.text)
+            .1
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+    };
+    let grid = out
+        .data
+        .chunks
+        .iter()
+        .find(|c| c.symbol_name == "Grid" && c.entity_type == EntityKind::Struct)
+        .expect("the struct's chunk");
+    assert_eq!(
+        excerpt(grid),
+        [
+            "struct Grid {",
+            "    int cells(int nx,",
+            "            int ny) const;",
+            "    int ghosts = 1;",
+            // The declaration ends at its brace; the `;` is the file's.
+            "}",
+        ]
+    );
+    // A split function: every part's body a step in from the signature.
+    let parts = parts_of(&out.data, "weighted_steps");
+    assert!(parts.len() > 1, "the function is split");
+    let lines = excerpt(&parts[0]);
+    let signature = lines
+        .iter()
+        .position(|l| l.starts_with("T weighted_steps("))
+        .expect("the signature at the margin");
+    for l in &lines[signature + 2..] {
+        if !l.is_empty() && !l.starts_with("// ... ") && *l != "}" {
+            assert!(l.starts_with("    ") && !l.starts_with("     "), "{l:?}");
+        }
+    }
+}
