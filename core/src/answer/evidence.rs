@@ -8,8 +8,12 @@
 //! members, and the statements that the question's terms and the other
 //! retrieved entities' names point at, each with a line of surrounding
 //! context (and, scored by the context, the lines of the unit's parts
-//! nearest the question by meaning). The rest is replaced by a marker that names the file lines
-//! left out, so a reader (and the model) knows the text is cut.
+//! nearest the question by meaning). The rest is replaced by a marker that
+//! names the file lines left out, so a reader (and the model) knows the
+//! text is cut; a gap no longer than its marker is shown instead. The
+//! kept lines lose the indentation they share and aligned continuations
+//! go one step in: the budget is counted in characters, and eight columns
+//! of a namespace's indentation on every line buy nothing.
 //!
 //! Scoring uses the keyword index's tokenizer and inverse document
 //! frequencies (the same terms and weights BM25 ranks chunks by), on
