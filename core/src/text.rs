@@ -1,5 +1,5 @@
 //! Small text utilities shared by the indexer and the browser: token
-//! estimates, identifier handling that must agree on both sides (the file
+//! estimates, the width of a line's indentation, identifier handling that must agree on both sides (the file
 //! and base names of a repository path), and the
 //! bidirectional control characters of "Trojan Source" (CVE-2021-42574),
 //! found and made visible.
@@ -14,6 +14,22 @@ use std::borrow::Cow;
 /// built on it are kept.
 pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(3)
+}
+
+/// Columns of a line's leading spaces and tabs, a tab advancing to the
+/// next multiple of four: how far in the line starts, for the indexer's
+/// documentation parsers (an indented code block, a section's body) and
+/// for the answer context's excerpts (the indentation their lines share).
+pub fn indent_width(line: &str) -> usize {
+    let mut width = 0;
+    for c in line.chars() {
+        match c {
+            ' ' => width += 1,
+            '\t' => width += 4 - width % 4,
+            _ => break,
+        }
+    }
+    width
 }
 
 /// Last `/`-separated component of a repository path (`src/Field.h`
@@ -98,6 +114,15 @@ mod tests {
         assert_eq!(estimate_tokens("abc"), 1);
         assert_eq!(estimate_tokens("abcd"), 2);
         assert!(estimate_tokens("void f(int x);") >= 4);
+    }
+
+    #[test]
+    fn indentation_width_counts_tabs_to_the_next_stop() {
+        assert_eq!(indent_width("x"), 0);
+        assert_eq!(indent_width("    x"), 4);
+        assert_eq!(indent_width("\t\tx"), 8);
+        assert_eq!(indent_width("  \tx"), 4);
+        assert_eq!(indent_width("   "), 3);
     }
 
     #[test]

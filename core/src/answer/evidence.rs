@@ -24,10 +24,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::unit::{columns, indent_len, UnitLine};
+use super::unit::UnitLine;
 use crate::lexical::tokenize;
 use crate::retrieve::Corpus;
 use crate::sort::sort_by;
+use crate::text::indent_width;
 
 /// Weight of a line that names another retrieved entity (a whole
 /// identifier, lower case), against an index term's inverse document
@@ -279,8 +280,7 @@ impl Rendered {
 
     /// Its column in the file, when known.
     fn column(&self) -> Option<usize> {
-        self.lost
-            .map(|lost| columns(&self.text[..indent_len(&self.text)]) + lost)
+        self.lost.map(|lost| indent_width(&self.text) + lost)
     }
 }
 

@@ -9,6 +9,7 @@ use crate::lines::LineKind;
 use crate::model::EntityKind;
 use crate::retrieve::{Corpus, Retrieval};
 use crate::sort::sort_by_key;
+use crate::text::indent_width;
 
 /// The most leading lines (out of `total`) for which `fits(k)` holds, by
 /// binary search; `fits` must be monotone (true up to some k, then false).
@@ -130,7 +131,7 @@ pub(super) fn unit_lines(
         .map(|(i, l)| {
             let lost = if !source(&l) {
                 None
-            } else if Some(i) == first && indent_len(l.text) == 0 {
+            } else if Some(i) == first && !l.text.starts_with([' ', '\t']) {
                 column
             } else {
                 Some(0)
@@ -168,17 +169,7 @@ pub(super) fn declaration_column(corpus: &Corpus, chunk: u32) -> Option<usize> {
         .last()?;
     line.trim_start()
         .starts_with('}')
-        .then(|| columns(&line[..indent_len(line)]))
-}
-
-/// Bytes of a line's leading spaces and tabs.
-pub(super) fn indent_len(line: &str) -> usize {
-    line.len() - line.trim_start_matches([' ', '\t']).len()
-}
-
-/// Columns of an indentation, a tab counting four.
-pub(super) fn columns(indent: &str) -> usize {
-    indent.chars().map(|c| if c == '\t' { 4 } else { 1 }).sum()
+        .then(|| indent_width(line))
 }
 
 /// The first and last file line among `lines`.

@@ -2,7 +2,8 @@
 //! whole (fenced code, front matter, HTML comments), never mistaking a line
 //! inside them for a heading.
 
-use super::{indent_of, Analysis, Heading, Lines};
+use super::{Analysis, Heading, Lines};
+use codegloss_core::text::indent_width;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MdKind {
@@ -41,7 +42,7 @@ fn md_fence_closes(line: &str, c: char, len: usize) -> bool {
 
 /// An ATX heading: level and title.
 fn md_atx(line: &str) -> Option<(u8, String)> {
-    if indent_of(line) > 3 {
+    if indent_width(line) > 3 {
         return None;
     }
     let t = line.trim_start();
@@ -64,7 +65,7 @@ fn md_atx(line: &str) -> Option<(u8, String)> {
 
 /// A setext underline: `===` gives 1, `---` gives 2.
 fn md_setext_underline(line: &str) -> Option<u8> {
-    if indent_of(line) > 3 {
+    if indent_width(line) > 3 {
         return None;
     }
     let t = line.trim();
@@ -81,7 +82,7 @@ fn md_setext_underline(line: &str) -> Option<u8> {
 }
 
 fn md_thematic_break(line: &str) -> bool {
-    if indent_of(line) > 3 {
+    if indent_width(line) > 3 {
         return false;
     }
     let t: Vec<char> = line.chars().filter(|c| !c.is_whitespace()).collect();
@@ -94,7 +95,7 @@ fn md_thematic_break(line: &str) -> bool {
 /// Lines that start a block that cannot be the content of a setext heading
 /// (list items, block quotes, indented code).
 fn md_starts_other_block(line: &str) -> bool {
-    if indent_of(line) >= 4 {
+    if indent_width(line) >= 4 {
         return true;
     }
     let t = line.trim_start();

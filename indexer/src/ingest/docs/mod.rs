@@ -197,18 +197,6 @@ fn to_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn indent_of(line: &str) -> usize {
-    let mut width = 0;
-    for c in line.chars() {
-        match c {
-            ' ' => width += 1,
-            '\t' => width += 4 - width % 4,
-            _ => break,
-        }
-    }
-    width
-}
-
 // ---------------------------------------------------------------------------
 // Analysis: headings and blocks that must stay whole
 // ---------------------------------------------------------------------------

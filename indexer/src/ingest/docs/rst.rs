@@ -2,7 +2,8 @@
 //! by order of first appearance) and the blocks that must stay whole (code
 //! directives and `::` literal blocks).
 
-use super::{indent_of, Analysis, Heading, Lines};
+use super::{Analysis, Heading, Lines};
+use codegloss_core::text::indent_width;
 
 const RST_ADORNMENT: &str = "=-~^\"'`#*+<>:._";
 
@@ -55,7 +56,7 @@ fn rst_indented_end(lines: &Lines<'_>, from: usize, base: usize) -> Option<usize
             j += 1;
             continue;
         }
-        if indent_of(line) <= base {
+        if indent_width(line) <= base {
             break;
         }
         last = Some(j);
@@ -72,7 +73,7 @@ pub(super) fn analyse_rst(lines: &Lines<'_>) -> Analysis {
     let mut i = 0;
     while i < n {
         let line = lines.get(i);
-        let base = indent_of(line);
+        let base = indent_width(line);
         if rst_code_directive(line) {
             let end = rst_indented_end(lines, i, base).unwrap_or(i);
             atomic[i..=end].fill(true);
@@ -157,7 +158,7 @@ fn rst_title<'a>(
         }
         return None;
     }
-    if i + 1 < n && !atomic[i + 1] && indent_of(lines.get(i)) == 0 {
+    if i + 1 < n && !atomic[i + 1] && indent_width(lines.get(i)) == 0 {
         // Title, underline.
         let title = lines.get(i).trim();
         let (c, under) = rst_adornment(lines.get(i + 1))?;
