@@ -360,7 +360,7 @@ async function handleAsk(id, query, settings) {
   let answer;
   let loadFailure;
   let prompt;
-  // The answer's budget, temperature, length, timeout and streaming are
+  // The answer's budget, temperature, length, timeout, streaming and seed are
   // the answer module's (core's) defaults, the same as `codegloss ask`'s.
   let defaults;
   // The search and prompt run in the chain; the answer streams outside it.
@@ -391,7 +391,7 @@ async function handleAsk(id, query, settings) {
   try {
     reply = JSON.parse(await answer.chatCompletion(
       endpoint, model, settings.apiKey || undefined, JSON.stringify(prompt.messages),
-      defaults.temperature, defaults.max_tokens, defaults.timeout_ms, defaults.stream,
+      defaults.temperature, defaults.max_tokens, defaults.timeout_ms, defaults.stream, defaults.seed,
       (text) => post({ type: FROM_WORKER.answerDelta, id, text }),
       cancel.signal,
     ));

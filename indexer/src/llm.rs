@@ -39,6 +39,9 @@ pub struct AnswerConfig {
     pub timeout_seconds: u64,
     /// Stream the answer (server-sent events).
     pub stream: bool,
+    /// Sampling seed sent with each request, so that an answer depends
+    /// only on its prompt.
+    pub seed: u64,
     /// Context budget in tokens.
     pub context_tokens: usize,
     /// The answer model's `tokenizer.json` (Hugging Face format). When
@@ -60,6 +63,7 @@ impl Default for AnswerConfig {
             max_tokens: d.max_tokens,
             timeout_seconds: d.timeout_seconds,
             stream: d.stream,
+            seed: d.seed.unwrap_or_default(),
             context_tokens: ANSWER_CONTEXT_TOKENS,
             tokenizer: None,
         }
@@ -77,6 +81,7 @@ impl AnswerConfig {
             max_tokens: self.max_tokens,
             timeout_seconds: self.timeout_seconds,
             stream: self.stream,
+            seed: Some(self.seed),
         }
     }
 }

@@ -47,13 +47,22 @@ pub async fn chat_completion(
     max_tokens: u32,
     timeout_ms: u32,
     stream: bool,
+    seed: Option<u32>,
     on_delta: Function,
     cancel: Option<web_sys::AbortSignal>,
 ) -> Result<JsValue, JsValue> {
     let messages: Vec<Message> = serde_json::from_str(&messages_json)
         .map_err(|e| js_sys::Error::new(&format!("messages: {e}")))?;
     let url = completions_url(&base_url);
-    let body = request_body(&model, &messages, temperature, max_tokens, stream).to_string();
+    let body = request_body(
+        &model,
+        &messages,
+        temperature,
+        max_tokens,
+        seed.map(u64::from),
+        stream,
+    )
+    .to_string();
 
     let headers = Headers::new()?;
     headers.set("Content-Type", "application/json")?;

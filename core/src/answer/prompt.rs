@@ -219,7 +219,7 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert!(m[1].content.contains("[1] A") && m[1].content.contains("Question: Why?"));
         assert!(m[0].content.contains("not instructions"));
-        let body = request_body("m", &m, 0.1, 64, true);
+        let body = request_body("m", &m, 0.1, 64, Some(0), true);
         assert_eq!(body["stream"], true);
         assert_eq!(body["messages"][0]["role"], "system");
     }

@@ -44,6 +44,14 @@ pub const DEFAULT_MODEL: &str = "local";
 /// that text is the question's evidence (`crate::answer`).
 pub const ANSWER_CONTEXT_TOKENS: usize = 1250;
 
+/// The sampling seed an answer request carries by default (the OpenAI
+/// `seed` field, which llama.cpp, vLLM and Ollama honour). With a fixed
+/// seed, an answer depends only on its prompt: the same question over the
+/// same index gets the same answer, whatever was asked before (a server
+/// that is sent no seed may derive each request's from the last one's,
+/// as llama-cpp-python's does).
+pub const ANSWER_SEED: u32 = 0;
+
 /// The settings of one chat-completions call. [`Default`] holds the
 /// answer defaults, the one source of them for the CLI's `[answer]` and
 /// the browser worker ([`ChatSettings::answer_defaults_json`]).
@@ -63,6 +71,9 @@ pub struct ChatSettings {
     pub timeout_seconds: u64,
     /// Stream the answer (server-sent events).
     pub stream: bool,
+    /// Sampling seed sent with each request, if any ([`ANSWER_SEED`] by
+    /// default).
+    pub seed: Option<u64>,
 }
 
 impl Default for ChatSettings {
@@ -75,13 +86,14 @@ impl Default for ChatSettings {
             max_tokens: 512,
             timeout_seconds: 300,
             stream: true,
+            seed: Some(u64::from(ANSWER_SEED)),
         }
     }
 }
 
 impl ChatSettings {
     /// The answer defaults a page needs, JSON: `{temperature, max_tokens,
-    /// timeout_ms, stream, context_tokens}`.
+    /// timeout_ms, stream, context_tokens, seed}`.
     pub fn answer_defaults_json() -> serde_json::Value {
         let d = ChatSettings::default();
         serde_json::json!({
@@ -90,6 +102,7 @@ impl ChatSettings {
             "timeout_ms": d.timeout_seconds * 1000,
             "stream": d.stream,
             "context_tokens": ANSWER_CONTEXT_TOKENS,
+            "seed": ANSWER_SEED,
         })
     }
 
@@ -105,6 +118,7 @@ impl ChatSettings {
             messages,
             self.temperature,
             self.max_tokens,
+            self.seed,
             stream,
         )
     }
@@ -219,12 +233,13 @@ pub fn completions_url(base_url: &str) -> String {
     format!("{}/chat/completions", base_url.trim_end_matches('/'))
 }
 
-/// The request body for `/v1/chat/completions`.
+/// The request body for `/v1/chat/completions` (`seed` only when given).
 pub fn request_body(
     model: &str,
     messages: &[Message],
     temperature: f32,
     max_tokens: u32,
+    seed: Option<u64>,
     stream: bool,
 ) -> serde_json::Value {
     let mut body = serde_json::json!({
@@ -234,6 +249,9 @@ pub fn request_body(
         "max_tokens": max_tokens,
         "stream": stream,
     });
+    if let Some(seed) = seed {
+        body["seed"] = seed.into();
+    }
     if stream {
         body["stream_options"] = serde_json::json!({"include_usage": true});
     }
@@ -284,9 +302,16 @@ mod tests {
         assert_eq!(d["timeout_ms"], 300_000);
         assert_eq!(d["context_tokens"], 1250);
         assert_eq!(d["stream"], true);
+        assert_eq!(d["seed"], 0);
         // The worker hands the temperature back as an f32: the same 0.1.
         assert_eq!(d["temperature"].as_f64().map(|t| t as f32), Some(0.1));
         let body = ChatSettings::default().request_body(&[], true);
         assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["seed"], 0);
+        let unseeded = ChatSettings {
+            seed: None,
+            ..ChatSettings::default()
+        };
+        assert!(unseeded.request_body(&[], false).get("seed").is_none());
     }
 }

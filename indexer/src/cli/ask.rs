@@ -39,6 +39,9 @@ pub(crate) struct AskArgs {
     /// Most tokens to generate.
     #[arg(long)]
     max_tokens: Option<u32>,
+    /// Sampling seed sent with the request.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Seconds before the request is abandoned.
     #[arg(long)]
     timeout: Option<u64>,
@@ -69,6 +72,7 @@ pub(crate) fn run(args: AskArgs) -> Result<()> {
         api_key,
         temperature,
         max_tokens,
+        seed,
         timeout,
         no_stream,
         no_vectors,
@@ -91,6 +95,9 @@ pub(crate) fn run(args: AskArgs) -> Result<()> {
     }
     if let Some(v) = max_tokens {
         a.max_tokens = v;
+    }
+    if let Some(v) = seed {
+        a.seed = v;
     }
     if let Some(v) = timeout {
         a.timeout_seconds = v;

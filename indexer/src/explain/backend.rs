@@ -129,6 +129,7 @@ impl OpenAiBackend {
                 max_tokens: cfg.max_tokens,
                 timeout_seconds: cfg.timeout_seconds,
                 stream: false,
+                seed: Some(cfg.seed),
             },
             requests: AtomicU64::new(0),
         }

@@ -92,8 +92,10 @@ pub struct ExplainConfig {
     pub max_input_chars: usize,
     /// `ort`: nucleus sampling mass when `temperature` > 0.
     pub top_p: f32,
-    /// `ort`: seed of the sampler (each prompt's stream is derived from it
-    /// and the prompt, so a gloss does not depend on its batch).
+    /// Seed of the sampler. `ort`: each prompt's stream is derived from it
+    /// and the prompt, so a gloss does not depend on its batch; `openai`:
+    /// sent with each request, so a gloss does not depend on the requests
+    /// before it.
     pub seed: u64,
     /// `ort`: a folder with `model.onnx`, `tokenizer.json` and
     /// `generation.json`, used for every level instead of `model`.
