@@ -262,6 +262,12 @@ mod tests {
     /// Serve these whole responses on loopback, one connection each, in
     /// order; the base URL.
     fn responses(responses: Vec<Vec<u8>>) -> String {
+        responses_seen(responses).0
+    }
+
+    /// [`responses`], and each request as the server read it.
+    fn responses_seen(responses: Vec<Vec<u8>>) -> (String, std::sync::mpsc::Receiver<String>) {
+        let (seen, requests) = std::sync::mpsc::channel();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let port = listener.local_addr().expect("address").port();
         std::thread::spawn(move || {
@@ -287,11 +293,12 @@ mod tests {
                         break;
                     }
                 }
+                let _ = seen.send(String::from_utf8_lossy(&request).into_owned());
                 // The client may hang up early; that is what is being tested.
                 let _ = conn.write_all(&response);
             }
         });
-        format!("http://127.0.0.1:{port}/v1")
+        (format!("http://127.0.0.1:{port}/v1"), requests)
     }
 
     /// Serve one streamed response with this body on loopback; the base URL.
@@ -320,6 +327,27 @@ mod tests {
             (r.text.as_str(), seen.as_str(), r.streamed),
             ("Halo", "Halo", true)
         );
+    }
+
+    #[test]
+    fn each_request_carries_the_configured_seed() {
+        let body = r#"{"choices":[{"message":{"content":"x"}}]}"#;
+        let ok = || {
+            format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).into_bytes()
+        };
+        let (url, requests) = responses_seen(vec![ok(), ok()]);
+        let sent = |cfg: &AnswerConfig| {
+            chat(cfg, &[], &mut |_| {}).unwrap();
+            let request = requests.recv().unwrap();
+            let json = &request[request.find("\r\n\r\n").unwrap() + 4..];
+            serde_json::from_str::<serde_json::Value>(json).unwrap()["seed"].clone()
+        };
+        let cfg = AnswerConfig {
+            stream: false,
+            ..config(url)
+        };
+        assert_eq!(sent(&cfg), 0);
+        assert_eq!(sent(&AnswerConfig { seed: 7, ..cfg }), 7);
     }
 
     #[test]
