@@ -8,7 +8,12 @@
 //! scored every shown line by the question's terms (weighted as retrieval
 //! weighs them) and by the names of the other retrieved entities, so code
 //! can quote the best of them before the model writes a word: exact,
-//! cited, and true by construction.
+//! cited, and true by construction. A quoted statement brings the whole
+//! simple statements on the lines right before and after it (what the
+//! code does around the matched call), a document's line the command it
+//! continues (`\` at line ends); lines that say nothing whatever words
+//! they match (a preprocessor line, a namespace's opening, a closing
+//! brace and its comment) are never quoted.
 
 use super::context::longest_backtick_run;
 use super::evidence::ShownLine;
@@ -58,6 +63,7 @@ fn statement(lines: &[ShownLine], i: usize) -> Option<(u32, u32, String)> {
     while first > 0
         && i - first + 1 < STATEMENT_LINES
         && !lines[first - 1].comment
+        && !lines[first - 1].text.trim_start().starts_with('#')
         && lines[first - 1].line + 1 == lines[first].line
         && continues(&lines[first - 1].text, &lines[first].text)
     {
@@ -81,6 +87,102 @@ fn statement(lines: &[ShownLine], i: usize) -> Option<(u32, u32, String)> {
         .collect::<Vec<_>>()
         .join(" ");
     Some((lines[first].line, lines[i].line, text))
+}
+
+/// Lines of a continued command (`\\` at the end of a line) a quote
+/// takes, at most.
+const COMMAND_LINES: usize = 8;
+
+/// The command that shown line `i` of a document belongs to: the lines
+/// continued by a trailing backslash around it (a shell or CMake command
+/// over several lines, `cmake .. \\ -DOPTION=ON`), joined by spaces, or
+/// the line alone.
+fn command(lines: &[ShownLine], i: usize) -> (u32, u32, String) {
+    let continued = |j: usize| !lines[j].comment && lines[j].text.trim_end().ends_with('\\');
+    let next = |j: usize| j + 1 < lines.len() && lines[j].line + 1 == lines[j + 1].line;
+    let (mut a, mut b) = (i, i);
+    while a > 0 && next(a - 1) && continued(a - 1) && b - a + 1 < COMMAND_LINES {
+        a -= 1;
+    }
+    while continued(b) && next(b) && !lines[b + 1].comment && b - a + 1 < COMMAND_LINES {
+        b += 1;
+    }
+    let text = lines[a..=b]
+        .iter()
+        .map(|l| l.text.trim().trim_end_matches('\\').trim_end())
+        .collect::<Vec<_>>()
+        .join(" ");
+    (lines[a].line, lines[b].line, text)
+}
+
+/// Whether shown line `j` is a whole simple statement on its own line:
+/// code that ends with `;`, neither continues the line before nor is
+/// continued, and is not a declaration, a comment or a closing line.
+fn simple_statement(lines: &[ShownLine], j: usize) -> bool {
+    let l = &lines[j];
+    let t = l.text.trim();
+    let joined = |a: usize, b: usize| lines[a].line + 1 == lines[b].line;
+    !l.comment
+        && !l.declaration
+        && t.ends_with(';')
+        && !says_nothing(t)
+        && !continues("", t)
+        && !(j > 0 && joined(j - 1, j) && continues(&lines[j - 1].text, t))
+}
+
+/// A quoted statement with the whole simple statements right before and
+/// after it on the next file lines (the window the excerpt shows around a
+/// scored line), while the quote stays within [`LINE_CHARS`]: the call
+/// before a matched one and the call after it are what it does with it
+/// (`buffers.clear(); runtime::stop(); comm.reset();`).
+fn with_neighbours(
+    lines: &[ShownLine],
+    (first, last, text): (u32, u32, String),
+) -> (u32, u32, String) {
+    let at = |n: u32| lines.iter().position(|l| l.line == n);
+    let (mut first, mut last, mut text) = (first, last, text);
+    if let Some(j) = at(first).filter(|&j| j > 0).map(|j| j - 1) {
+        let t = lines[j].text.trim();
+        if lines[j].line + 1 == first
+            && simple_statement(lines, j)
+            && t.chars().count() + 1 + text.chars().count() <= LINE_CHARS
+        {
+            text = format!("{t} {text}");
+            first = lines[j].line;
+        }
+    }
+    if let Some(j) = at(last).map(|j| j + 1).filter(|&j| j < lines.len()) {
+        let t = lines[j].text.trim();
+        if lines[j].line == last + 1
+            && text.ends_with(';')
+            && simple_statement(lines, j)
+            && text.chars().count() + 1 + t.chars().count() <= LINE_CHARS
+        {
+            text = format!("{text} {t}");
+            last = lines[j].line;
+        }
+    }
+    (first, last, text)
+}
+
+/// Whether a code line says nothing of what the code does, whatever
+/// words it matches: a preprocessor line (a guard, a conditional, which
+/// match a file's name), a namespace's opening line, or a line that only
+/// closes brackets (`}  // namespace x`).
+fn says_nothing(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with('#') || (t.starts_with("namespace") && t.ends_with('{')) || only_closes(t)
+}
+
+/// Whether a code line only closes brackets, before any trailing comment
+/// (`}  // namespace x`, `};`, `});`).
+fn only_closes(line: &str) -> bool {
+    let code = line.split("//").next().unwrap_or(line);
+    let code = code.split("/*").next().unwrap_or(code).trim();
+    !code.is_empty()
+        && code
+            .chars()
+            .all(|c| matches!(c, '}' | ')' | ']' | ';' | ',' | ' '))
 }
 
 /// The lines one excerpt shows, for its key lines.
@@ -122,6 +224,8 @@ fn comment_words(line: &str) -> String {
     let t = t.trim_end().trim_end_matches("*/");
     t.split_whitespace()
         .filter(|w| !matches!(*w, "@brief" | "\\brief" | "@details" | "\\details"))
+        // A rule of dashes or stars frames a comment and says nothing.
+        .filter(|w| w.chars().count() < 4 || w.chars().any(|c| c.is_alphanumeric()))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -168,12 +272,7 @@ pub(super) fn key_lines(excerpts: &[Excerpt]) -> String {
     let mut quotes: Vec<Quote<'_>> = Vec::new();
     for e in excerpts {
         for (i, l) in e.lines.iter().enumerate() {
-            // Preprocessor lines (guards, conditionals) match a file's
-            // name and say nothing of what the code does.
-            if l.score <= 0.0
-                || l.declaration
-                || (!l.comment && l.text.trim_start().starts_with('#'))
-            {
+            if l.score <= 0.0 || l.declaration || (!l.comment && says_nothing(&l.text)) {
                 continue;
             }
             let q = if l.comment {
@@ -188,9 +287,9 @@ pub(super) fn key_lines(excerpts: &[Excerpt]) -> String {
                 }
             } else {
                 let quoted = if e.cpp {
-                    statement(&e.lines, i)
+                    statement(&e.lines, i).map(|q| with_neighbours(&e.lines, q))
                 } else {
-                    Some((l.line, l.line, l.text.trim().to_string()))
+                    Some(command(&e.lines, i))
                 };
                 let Some((first, last, text)) = quoted else {
                     continue;
@@ -308,13 +407,17 @@ mod tests {
                     l(8, 0.0, "  int other(int rank);"),
                 ],
             ),
-            e(3, vec![l(9, 1.0, "}")]),
+            // A closing line says nothing, whatever its comment matches.
+            e(
+                3,
+                vec![l(9, 1.0, "}"), l(12, 6.0, "}  // namespace runtime")],
+            ),
         ];
         assert_eq!(
             key_lines(&ex),
             "- [1] line 12 of `src/f1.cpp`: `buffers.clear();`\n\
              - [1] line 40 of `src/f1.cpp`: `runtime::start(argc, argv);`\n\
-             - [2] line 7 of `src/f2.cpp`: `int exchange(int rank);`\n"
+             - [2] lines 7-8 of `src/f2.cpp`: `int exchange(int rank); int other(int rank);`\n"
         );
     }
 
@@ -367,6 +470,69 @@ mod tests {
         assert_eq!(
             key_lines(&doc),
             "- [2] line 6 of `src/f2.cpp`: `./scripts/build.sh --all`\n"
+        );
+    }
+
+    #[test]
+    fn a_matched_statement_brings_the_whole_statements_beside_it() {
+        let ex = [e(
+            1,
+            vec![
+                l(102, 0.0, "void finalize() {"),
+                l(103, 0.0, "    buffers.clear();"),
+                l(104, 5.0, "    runtime::stop();"),
+                l(105, 0.0, "    comm.reset();"),
+                l(106, 0.0, "}"),
+                // Not beside a statement that opens a block or goes on.
+                l(110, 0.0, "    if (ok) {"),
+                l(111, 4.0, "        runtime::fence();"),
+                l(112, 0.0, "        exchange(halo,"),
+                l(113, 0.0, "                 rank);"),
+            ],
+        )];
+        assert_eq!(
+            key_lines(&ex),
+            "- [1] lines 103-105 of `src/f1.cpp`: `buffers.clear(); runtime::stop(); comm.reset();`\n\
+             - [1] line 111 of `src/f1.cpp`: `runtime::fence();`\n"
+        );
+    }
+
+    #[test]
+    fn lines_that_say_nothing_are_not_quoted() {
+        let ex = [e(
+            1,
+            vec![
+                l(1, 9.0, "namespace runtime {"),
+                l(2, 9.0, "#ifdef RUNTIME_THREADS"),
+                l(3, 9.0, "    , runtime::Threads"),
+                l(4, 9.0, "#endif"),
+                l(5, 9.0, "}  // namespace runtime"),
+            ],
+        )];
+        assert_eq!(key_lines(&ex), "");
+        assert_eq!(
+            comment_words("// ------- Primary options -------- -- x"),
+            "Primary options -- x"
+        );
+    }
+
+    #[test]
+    fn a_continued_command_of_a_document_is_quoted_whole() {
+        let doc = [Excerpt {
+            cpp: false,
+            ..e(
+                2,
+                vec![
+                    l(10, 0.0, "cmake .. \\"),
+                    l(11, 3.0, "  -DOPTION_A=ON \\"),
+                    l(12, 0.0, "  -DOPTION_B=ON"),
+                    l(13, 0.0, "make -j 4"),
+                ],
+            )
+        }];
+        assert_eq!(
+            key_lines(&doc),
+            "- [2] lines 10-12 of `src/f2.cpp`: `cmake .. -DOPTION_A=ON -DOPTION_B=ON`\n"
         );
     }
 
