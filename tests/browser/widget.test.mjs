@@ -311,6 +311,13 @@ check('answer', async () => {
   await openSettings(page);
   await page.locator(sel.endpoint).fill(LLM_URL);
   await page.locator(sel.model).fill(LLM_MODEL);
+  // The worker's request carries core's answer defaults, the seed among
+  // them, as `codegloss ask` sends them.
+  const bodies = [];
+  const onRequest = (request) => {
+    if (request.url().endsWith('/chat/completions')) bodies.push(request.postData());
+  };
+  page.context().on('request', onRequest);
   const question = 'What does accumulateHalo do?';
   await ask(page, question);
   await waitForCards(page, question);
@@ -338,6 +345,12 @@ check('answer', async () => {
     await new Promise((r) => setTimeout(r, 25));
   }
   if (!final) fail(`no finished answer after ${ANSWER_TIMEOUT_MS / 1000} s`);
+  page.context().off('request', onRequest);
+  if (bodies.length !== 1) fail(`${bodies.length} chat requests were seen, expected 1`);
+  const body = JSON.parse(bodies[0] || '{}');
+  if (body.seed !== 0 || body.stream !== true || body.model !== LLM_MODEL) {
+    fail(`the chat request has seed ${body.seed}, stream ${body.stream}, model ${body.model}; expected 0, true, ${LLM_MODEL}`);
+  }
   if (lengths.length < 2) fail(`the answer text grew ${lengths.length} time(s) before it finished; expected a stream (at least 2)`);
 
   const answer = await page.evaluate(() => {
