@@ -45,17 +45,18 @@ pub const ANSWER_EXPLAIN: PromptTemplate = PromptTemplate {
     user: USER,
 };
 
-/// Where something is defined or lives. The answer's code-written lead
-/// opens with the fact lines, each with its exact `path:lines`, so the
-/// model says what the code does at each place instead of listing the
-/// locations again (Qwen2.5-Coder-1.5B restated them, bullet by bullet).
+/// Where something is defined or lives. (Telling the model that the
+/// answer's lead already gives every location and asking only for what
+/// the code does there, tried as version 3, made Qwen2.5-Coder-1.5B copy
+/// the facts list instead: two of eight dev answers lost a fact, none
+/// gained one.)
 pub const ANSWER_LOCATE: PromptTemplate = PromptTemplate {
     id: "retrieval_answer_locate",
-    version: 3,
+    version: 2,
     signing: Signing::Answer,
     system: concat!(
         rules!(),
-        "Shape: the answer already opens with the facts list, which gives every location, so do not list locations again. Say what the code does at each place the question asks about, one bullet per place: where it is defined, declared, implemented or used, naming the function, class or file and the calls or members that do the work there."
+        "Shape: the first bullet is a sentence that says where it is defined, in the form - [n] `name` is defined in `path`, lines a-b, where it ..., with the name and location from the facts list and what it does there. Then one bullet for each other place it is declared, implemented or used, and what happens there."
     ),
     user: USER,
 };
