@@ -459,8 +459,9 @@ fn ask_streams_an_answer_or_shows_the_evidence() {
     assert!(stdout.contains("Sources (* = cited):"), "{stdout}");
 }
 
-/// `eval --answer` answers every question and can resume; `eval --score`
-/// scores nuggets of an answers file.
+/// `eval --answer` answers every question and can resume, the same
+/// question gets the same answer whatever was asked before it; `eval
+/// --score` scores nuggets of an answers file.
 #[test]
 fn eval_answers_resume_and_score() {
     let dir = tempfile::tempdir().unwrap();
@@ -562,6 +563,34 @@ fn eval_answers_resume_and_score() {
     let w: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["questions"][0]["answer"], w["questions"][0]["answer"]);
+    // Each request carries the same seed, so an answer depends only on its
+    // prompt: asked after the other question, "a" gets the same answer.
+    let reversed = dir.path().join("reversed.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&qfile)
+        .unwrap()
+        .lines()
+        .rev()
+        .map(String::from)
+        .collect();
+    std::fs::write(&reversed, lines.join("\n") + "\n").unwrap();
+    let again = dir.path().join("again.json");
+    let o = bin()
+        .args(["eval"])
+        .arg(&idx)
+        .arg("--questions")
+        .arg(&reversed)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--json")
+        .arg(&again)
+        .arg("--answer")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let x: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
+    assert_eq!(x["questions"][1]["id"], "a");
+    assert_eq!(v["questions"][0]["answer"], x["questions"][1]["answer"]);
 }
 
 /// A model backend that cannot be reached never stops indexing: every
