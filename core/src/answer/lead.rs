@@ -89,13 +89,13 @@ fn statement(lines: &[ShownLine], i: usize) -> Option<(u32, u32, String)> {
     Some((lines[first].line, lines[i].line, text))
 }
 
-/// Lines of a continued command (`\\` at the end of a line) a quote
+/// Lines of a continued command (`\` at the end of a line) a quote
 /// takes, at most.
 const COMMAND_LINES: usize = 8;
 
 /// The command that shown line `i` of a document belongs to: the lines
 /// continued by a trailing backslash around it (a shell or CMake command
-/// over several lines, `cmake .. \\ -DOPTION=ON`), joined by spaces, or
+/// over several lines, `cmake .. \` then `-DOPTION=ON`), joined by spaces, or
 /// the line alone.
 fn command(lines: &[ShownLine], i: usize) -> (u32, u32, String) {
     let continued = |j: usize| !lines[j].comment && lines[j].text.trim_end().ends_with('\\');
@@ -171,7 +171,11 @@ fn with_neighbours(
 /// closes brackets (`}  // namespace x`).
 fn says_nothing(line: &str) -> bool {
     let t = line.trim();
-    t.starts_with('#') || (t.starts_with("namespace") && t.ends_with('{')) || only_closes(t)
+    let opens_namespace = {
+        let words = t.strip_prefix("inline ").unwrap_or(t).trim_start();
+        (words.starts_with("namespace ") || words.starts_with("namespace{")) && t.ends_with('{')
+    };
+    t.starts_with('#') || opens_namespace || only_closes(t)
 }
 
 /// Whether a code line only closes brackets, before any trailing comment
@@ -503,13 +507,16 @@ mod tests {
             1,
             vec![
                 l(1, 9.0, "namespace runtime {"),
-                l(2, 9.0, "#ifdef RUNTIME_THREADS"),
-                l(3, 9.0, "    , runtime::Threads"),
-                l(4, 9.0, "#endif"),
-                l(5, 9.0, "}  // namespace runtime"),
+                l(2, 9.0, "inline namespace v2 {"),
+                l(3, 9.0, "#ifdef RUNTIME_THREADS"),
+                l(4, 9.0, "    , runtime::Threads"),
+                l(5, 9.0, "#endif"),
+                l(6, 9.0, "}  // namespace runtime"),
             ],
         )];
         assert_eq!(key_lines(&ex), "");
+        // An identifier that starts with the word is code like any other.
+        assert!(!says_nothing("namespaced_call(a) {"));
         assert_eq!(
             comment_words("// ------- Primary options -------- -- x"),
             "Primary options -- x"
