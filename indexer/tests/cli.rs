@@ -1,7 +1,7 @@
 //! The `codegloss` binary as a user runs it: results on stdout, problems
 //! on stderr, non-zero exit with a clear message on errors.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn bin() -> Command {
@@ -517,20 +517,22 @@ fn eval_answers_resume_and_score() {
     )
     .unwrap();
     let out = dir.path().join("run.json");
-    let run = || {
+    // `eval --answer` of these questions into this report.
+    let answer = |questions: &Path, report: &Path| {
         bin()
             .args(["eval"])
             .arg(&idx)
             .arg("--questions")
-            .arg(&qfile)
+            .arg(questions)
             .arg("--config")
             .arg(&cfg)
             .arg("--json")
-            .arg(&out)
+            .arg(report)
             .arg("--answer")
             .output()
             .unwrap()
     };
+    let run = || answer(&qfile, &out);
     let o = run();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value =
@@ -574,18 +576,7 @@ fn eval_answers_resume_and_score() {
         .collect();
     std::fs::write(&reversed, lines.join("\n") + "\n").unwrap();
     let again = dir.path().join("again.json");
-    let o = bin()
-        .args(["eval"])
-        .arg(&idx)
-        .arg("--questions")
-        .arg(&reversed)
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--json")
-        .arg(&again)
-        .arg("--answer")
-        .output()
-        .unwrap();
+    let o = answer(&reversed, &again);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let x: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
