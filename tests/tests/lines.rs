@@ -238,16 +238,20 @@ fn retrieval_of(corpus: &Corpus, chunk: u32) -> Retrieval {
     r
 }
 
-/// The file line a `... lines a-b not shown` / `... line a not shown`
-/// marker resumes at, or none for a shown line.
-fn resumes_after(line: &str) -> Option<u32> {
-    let rest = line.trim_start().strip_prefix("// ... ")?;
-    let rest = rest.strip_suffix(" not shown")?;
-    let last = match rest.strip_prefix("lines ") {
-        Some(range) => range.split_once('-')?.1,
-        None => rest.strip_prefix("line ")?,
-    };
-    last.parse::<u32>().ok().map(|n| n + 1)
+/// Whether an excerpt line is the marker of left-out lines.
+fn is_marker(line: &str) -> bool {
+    line.trim() == "// ..."
+}
+
+/// The first file line at or after `from` where `run` (excerpt lines,
+/// their indentation the excerpt's own) stands as consecutive lines.
+fn found_at(file: &[&str], run: &[&str], from: u32) -> Option<u32> {
+    (from..=file.len() as u32).find(|&start| {
+        run.iter().enumerate().all(|(k, line)| {
+            file.get(start as usize - 1 + k)
+                .is_some_and(|f| f.trim_start() == line.trim_start())
+        })
+    })
 }
 
 #[test]
@@ -278,33 +282,40 @@ fn the_answer_context_locates_the_lines_it_shows() {
         let ((a, b), body) = only_block(&ctx.text);
         let c = &ctx.chunks[0];
         assert_eq!((c.start_line, c.end_line), (a, b), "budget {budget}");
-        // Every shown line is the file's line at its place: a marker says
-        // which lines it stands for, and the text resumes after them. A
-        // unit that opens with a later part keeps its prelude (signature
-        // and marker), which is not a line of the file at that place.
-        let mut at = a;
-        let mut last_shown = 0;
+        // Every shown line is the file's line at its place: lines with no
+        // marker between them are consecutive in the file, and a marker
+        // stands for at least one line left out. A unit that opens with a
+        // later part keeps its prelude (signature and marker), which is not
+        // a line of the file at that place.
         let mut lines = body.as_slice();
         if lines.first() == Some(&file[6]) && a != 7 {
             lines = &lines[part2.frame.prelude_lines as usize..];
         }
-        for line in lines {
-            if let Some(next) = resumes_after(line) {
-                assert!(next > at, "budget {budget}: marker {line:?} goes back");
-                at = next;
+        let mut at = a;
+        let mut last_shown = 0;
+        for (k, run) in lines.split(|l| is_marker(l)).enumerate() {
+            if k > 0 {
                 cut += 1;
+                at += 1;
+            }
+            if run.is_empty() {
                 continue;
             }
-            // Indentation is the excerpt's own (shared indentation
-            // removed, aligned continuations one step in).
-            assert_eq!(
-                line.trim_start(),
-                file[at as usize - 1].trim_start(),
-                "budget {budget}: line {at} is not the file's:\n{}",
-                ctx.text
-            );
-            last_shown = at;
-            at += 1;
+            let start = found_at(&file, run, at).unwrap_or_else(|| {
+                panic!(
+                    "budget {budget}: {run:?} is not the file's after line {at}:\n{}",
+                    ctx.text
+                )
+            });
+            if k == 0 {
+                assert_eq!(
+                    start, a,
+                    "budget {budget}: the block opens at {a}:\n{}",
+                    ctx.text
+                );
+            }
+            at = start + run.len() as u32;
+            last_shown = at - 1;
         }
         // The range is the lines shown; a marker after them names the rest.
         assert_eq!(

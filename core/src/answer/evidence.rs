@@ -8,9 +8,10 @@
 //! members, and the statements that the question's terms and the other
 //! retrieved entities' names point at, each with a line of surrounding
 //! context (and, scored by the context, the lines of the unit's parts
-//! nearest the question by meaning). The rest is replaced by a marker that
-//! names the file lines left out, so a reader (and the model) knows the
-//! text is cut; a gap no longer than its marker is shown instead. The
+//! nearest the question by meaning). The rest is replaced by a marker
+//! (`// ...`), so a reader (and the model) knows the text is cut; a gap
+//! of a line or two that costs about what the marker does is shown
+//! instead. The
 //! kept lines lose the indentation they share and aligned continuations
 //! go one step in: the budget is counted in characters, and eight columns
 //! of a namespace's indentation on every line buy nothing.
@@ -45,8 +46,11 @@ const WINDOW: usize = 1;
 /// Head lines (signature and what precedes it) kept at most.
 const HEAD_LINES: usize = 8;
 
-/// A one-line gap up to this many characters is shown instead of a marker.
-const SHORT_GAP: usize = 24;
+/// A gap whose lines take at most this many characters without their
+/// indentation (a newline each counted) is shown instead of a marker: a
+/// closing brace, a `return x;`, a `b; c;` cost about what the marker
+/// line costs with its own newline and indentation, and say more.
+const SHORT_GAP: usize = 25;
 
 /// Indentation a line may have beyond the line before it, in columns,
 /// once the excerpt's common indentation is removed: a continuation
@@ -198,16 +202,16 @@ pub(super) fn head_len(lines: &[UnitLine<'_>]) -> usize {
 }
 
 /// The marker that stands for left-out lines, in the excerpt's language.
-fn marker(language: &str, from: Option<u32>, to: Option<u32>) -> String {
-    let what = match (from, to) {
-        (Some(a), Some(b)) if a == b => format!("line {a} not shown"),
-        (Some(a), Some(b)) => format!("lines {a}-{b} not shown"),
-        _ => "lines not shown".to_string(),
-    };
+/// It does not number them: a code model's tokenizer spends a token on
+/// every digit (`// ... lines 436-444 not shown` is 14 of Qwen2.5's
+/// tokens, `// ...` 2), an answer cites excerpts, not lines, and the
+/// excerpt's heading already gives the lines it spans. A prompt of the
+/// benchmark carried about eleven markers.
+fn marker(language: &str) -> &'static str {
     match language {
-        "markdown" | "rst" | "text" => format!("[... {what} ...]"),
-        "cmake" => format!("# ... {what}"),
-        _ => format!("// ... {what}"),
+        "markdown" | "rst" | "text" => "[...]",
+        "cmake" => "# ...",
+        _ => "// ...",
     }
 }
 
@@ -239,19 +243,15 @@ fn render(offered: &[Offered<'_>], keep: &[bool], language: &str) -> String {
             i += 1;
         }
         let gap = &offered[start..i];
-        let from = gap.iter().find_map(|o| o.line.line);
-        let to = gap.iter().rev().find_map(|o| o.line.line);
-        let marker = marker(language, from, to);
-        // A gap that costs no more than its marker (one short line, or a
-        // few lines whose text, without indentation, is no longer than
-        // the marker) is shown instead.
+        let marker = marker(language);
+        // A gap that costs about what its marker does is shown instead.
         let cost: usize = gap.iter().map(|o| o.line.text.trim().len() + 1).sum();
-        if (gap.len() == 1 && gap[0].line.text.trim().len() <= SHORT_GAP) || cost <= marker.len() {
+        if cost <= SHORT_GAP {
             out.extend(gap.iter().map(|o| Rendered::line(&o.line)));
             continue;
         }
         out.push(Rendered {
-            text: marker,
+            text: marker.to_string(),
             lost: Some(0),
             marker: true,
         });
@@ -512,19 +512,16 @@ mod tests {
             c.text
         );
         assert!(c.text.contains("  exchange(buffer);"), "{}", c.text);
-        assert!(c.text.contains("// ... lines 12-"), "{}", c.text);
+        assert!(c.text.contains("\n// ...\n"), "{}", c.text);
         assert!(c.text.len() < 200);
         assert_eq!(c.first, 10);
     }
 
     #[test]
     fn markers_follow_the_language() {
-        assert_eq!(
-            marker("markdown", Some(3), Some(9)),
-            "[... lines 3-9 not shown ...]"
-        );
-        assert_eq!(marker("cpp", Some(4), Some(4)), "// ... line 4 not shown");
-        assert_eq!(marker("cmake", None, None), "# ... lines not shown");
+        assert_eq!(marker("markdown"), "[...]");
+        assert_eq!(marker("cpp"), "// ...");
+        assert_eq!(marker("cmake"), "# ...");
     }
 
     #[test]
@@ -542,7 +539,7 @@ mod tests {
             r("                   int b);", Some(0)),
             r("        ", Some(0)),
             Rendered {
-                text: "// ... lines 5-9 not shown".into(),
+                text: "// ...".into(),
                 lost: Some(0),
                 marker: true,
             },
@@ -559,7 +556,7 @@ mod tests {
                 "    void f(int a,",
                 "            int b);",
                 "",
-                "// ... lines 5-9 not shown",
+                "// ...",
                 "    int x;",
                 "using T = int;",
                 "};",
@@ -592,7 +589,7 @@ mod tests {
         let keep = [true, false, false, true, false, false, true];
         assert_eq!(
             render(&o, &keep, "cpp"),
-            "alpha();\nb;\nc;\nomega();\n// ... lines 14-15 not shown\nend();"
+            "alpha();\nb;\nc;\nomega();\n// ...\nend();"
         );
     }
 

@@ -36,13 +36,14 @@ pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080/v1";
 /// The model name both calls default to (a local server serves one model).
 pub const DEFAULT_MODEL: &str = "local";
 
-/// The context budget (tokens) of an answer by default: 1,250 estimated
-/// tokens, about 1,100 of a code model's, so that the prompt with its
-/// system message stays near 1,500. A small local model states more of
+/// The context budget (tokens) of an answer by default: 1,200 estimated
+/// tokens, about 1,000 of a code model's, so that the prompt with its
+/// system message stays near 1,300. A small local model states more of
 /// less text (on the benchmark's held-out questions, Qwen2.5-Coder-1.5B's
 /// nugget recall rose and its latency halved from 3,000 to 1,500), when
-/// that text is the question's evidence (`crate::answer`).
-pub const ANSWER_CONTEXT_TOKENS: usize = 1250;
+/// that text is the question's evidence (`crate::answer`); on 2 cores
+/// every 100 prompt tokens cost it about 1.7 s before the first word.
+pub const ANSWER_CONTEXT_TOKENS: usize = 1200;
 
 /// The sampling seed an answer request carries by default (the OpenAI
 /// `seed` field, which llama.cpp, vLLM and Ollama honour). With a fixed
@@ -300,7 +301,7 @@ mod tests {
         let d = ChatSettings::answer_defaults_json();
         assert_eq!(d["max_tokens"], 512);
         assert_eq!(d["timeout_ms"], 300_000);
-        assert_eq!(d["context_tokens"], 1250);
+        assert_eq!(d["context_tokens"], 1200);
         assert_eq!(d["stream"], true);
         assert_eq!(d["seed"], 0);
         // The worker hands the temperature back as an f32: the same 0.1.
