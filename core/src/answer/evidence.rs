@@ -144,8 +144,14 @@ pub(super) struct ShownLine {
     /// A declaration's own line (the unit's signature, a member's
     /// declaration, a template head): the fact sheet says it already.
     pub(super) declaration: bool,
-    /// A comment line ([`is_comment`]).
+    /// A comment line of code ([`is_comment`]); prose has none.
     pub(super) comment: bool,
+}
+
+/// Languages of prose, where no line is a comment: `# ` opens a heading,
+/// `* ` a list item.
+fn is_prose(language: &str) -> bool {
+    matches!(language, "markdown" | "rst" | "text")
 }
 
 /// The kept lines that have a file line, `head` being the unit's head.
@@ -153,13 +159,14 @@ fn shown_lines(
     offered: &[Offered<'_>],
     keep: &[bool],
     head: &std::ops::Range<usize>,
+    language: &str,
 ) -> Vec<ShownLine> {
     offered
         .iter()
         .enumerate()
         .filter(|&(i, _)| keep[i])
         .filter_map(|(i, o)| {
-            let comment = is_comment(o.line.text);
+            let comment = !is_prose(language) && is_comment(o.line.text);
             o.line.line.map(|line| ShownLine {
                 line,
                 score: o.score,
@@ -209,7 +216,7 @@ pub(super) fn head_len(lines: &[UnitLine<'_>]) -> usize {
 /// benchmark carried about eleven markers.
 fn marker(language: &str) -> &'static str {
     match language {
-        "markdown" | "rst" | "text" => "[...]",
+        l if is_prose(l) => "[...]",
         "cmake" => "# ...",
         _ => "// ...",
     }
@@ -368,7 +375,7 @@ pub(super) fn choose(
             text: whole,
             first,
             last,
-            shown: shown_lines(offered, &all, &heads),
+            shown: shown_lines(offered, &all, &heads, language),
         });
     }
     let mut keep = vec![false; offered.len()];
@@ -455,7 +462,7 @@ pub(super) fn choose(
         text: render(offered, &keep, language),
         first,
         last,
-        shown: shown_lines(offered, &keep, &heads),
+        shown: shown_lines(offered, &keep, &heads, language),
     })
 }
 
@@ -591,6 +598,19 @@ mod tests {
             render(&o, &keep, "cpp"),
             "alpha();\nb;\nc;\nomega();\n// ...\nend();"
         );
+    }
+
+    #[test]
+    fn prose_has_no_comment_lines() {
+        let doc = ["# Build", "* Run the build script.", "./build.sh"];
+        let comments = |language| -> Vec<bool> {
+            let o = offered(&doc, &focus(&[("build", 3.0)]));
+            let c = choose(&o, language, &|_| true).unwrap();
+            c.shown.iter().map(|l| l.comment).collect()
+        };
+        assert_eq!(comments("markdown"), [false, false, false]);
+        // A build file's `#` line is a comment.
+        assert!(comments("cmake")[0]);
     }
 
     #[test]

@@ -12,8 +12,8 @@
 //! simple statements on the lines right before and after it (what the
 //! code does around the matched call), a document's line the command it
 //! continues (`\` at line ends); lines that say nothing whatever words
-//! they match (a preprocessor line, a namespace's opening, a closing
-//! brace and its comment) are never quoted.
+//! they match (a preprocessor line, a document's heading, a namespace's
+//! opening, a closing brace and its comment) are never quoted.
 
 use super::context::longest_backtick_run;
 use super::evidence::ShownLine;
@@ -167,8 +167,9 @@ fn with_neighbours(
 
 /// Whether a code line says nothing of what the code does, whatever
 /// words it matches: a preprocessor line (a guard, a conditional, which
-/// match a file's name), a namespace's opening line, or a line that only
-/// closes brackets (`}  // namespace x`).
+/// match a file's name) or a document's heading (`## Overview`, which
+/// the excerpt's heading names), a namespace's opening line, or a line
+/// that only closes brackets (`}  // namespace x`).
 fn says_nothing(line: &str) -> bool {
     let t = line.trim();
     let opens_namespace = {
