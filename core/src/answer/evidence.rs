@@ -11,10 +11,9 @@
 //! nearest the question by meaning). The rest is replaced by a marker
 //! (`// ...`), so a reader (and the model) knows the text is cut; a gap
 //! of a line or two that costs about what the marker does is shown
-//! instead. The
-//! kept lines lose the indentation they share and aligned continuations
-//! go one step in: the budget is counted in characters, and eight columns
-//! of a namespace's indentation on every line buy nothing.
+//! instead. The kept lines lose the indentation they share and aligned
+//! continuations go one step in: the budget is counted in characters, and
+//! eight columns of a namespace's indentation on every line buy nothing.
 //!
 //! Scoring uses the keyword index's tokenizer and inverse document
 //! frequencies (the same terms and weights BM25 ranks chunks by), on
@@ -579,7 +578,7 @@ mod tests {
     }
 
     #[test]
-    fn a_gap_no_longer_than_its_marker_is_shown_instead() {
+    fn a_gap_of_about_a_markers_length_is_shown_instead() {
         let long = "  a_statement_far_longer_than_any_marker_of_left_out_lines();";
         let o = offered(
             &[
