@@ -317,7 +317,7 @@ fn the_answer_context_locates_the_lines_it_shows() {
             at = start + run.len() as u32;
             last_shown = at - 1;
         }
-        // The range is the lines shown; a marker after them names the rest.
+        // The range is the lines shown; a marker after them stands for the rest.
         assert_eq!(
             last_shown, b,
             "budget {budget}: the block ends at {b}:\n{}",
