@@ -465,12 +465,9 @@ pub fn build_context(
         if has_text && c.start_line > 0 && is_shown(&shown, c) {
             continue;
         }
-        // The first chunk gets the first share, whether or not it has text
-        // to show (its fact line then stands for it).
-        let first = out.chunks.is_empty();
         let left = if blocks.is_empty() {
-            // The first excerpt with text may use the fact sheet's share too
-            // when it needs it: a context is never empty for a small budget.
+            // The first excerpt may use the fact sheet's share too when it
+            // needs it: a context is never empty for a small budget.
             budget
         } else {
             block_budget.saturating_sub(used)
@@ -480,7 +477,11 @@ pub fn build_context(
             continue;
         }
         let n = out.next_n();
-        let share = if first { FIRST_SHARE } else { LATER_SHARE };
+        let share = if blocks.is_empty() {
+            FIRST_SHARE
+        } else {
+            LATER_SHARE
+        };
         let cap = (budget * share / 100).min(left);
         let language = fence_language(&c.path);
         let lines = if e.kind == EntityKind::Module {
@@ -497,7 +498,7 @@ pub fn build_context(
         }
         // A unit none of whose lines the question points at is context,
         // not evidence: it gets half the share.
-        let cap = if !first && lines.iter().all(|l| l.score == 0.0) {
+        let cap = if !blocks.is_empty() && lines.iter().all(|l| l.score == 0.0) {
             cap / 2
         } else {
             cap
@@ -512,8 +513,7 @@ pub fn build_context(
             let fits = |code: &str| count(&block(&wide, code, language)) <= cap;
             let wider = |code: &str| count(&block(&wide, code, language)) <= left;
             match choose(&lines, language, &fits).or_else(|| {
-                // The first excerpt with text, when its head alone exceeds
-                // its share: a context is never without one.
+                // A first excerpt whose head alone exceeds its share.
                 if blocks.is_empty() {
                     choose(&lines, language, &wider)
                 } else {
