@@ -101,20 +101,3 @@ pub fn smollm2_decoder() -> Option<codegloss_indexer::generate::Decoder> {
         }
     }
 }
-
-/// The fixture repository indexed without vectors, as a retrieval corpus,
-/// built once per test binary.
-pub fn fixture_corpus() -> &'static codegloss_core::retrieve::Corpus {
-    use codegloss_core::lexical::{FieldWeights, LexicalIndex};
-    static C: std::sync::OnceLock<codegloss_core::retrieve::Corpus> = std::sync::OnceLock::new();
-    C.get_or_init(|| {
-        let out = codegloss_indexer::ingest::build::build_index(
-            &fixture_repo(),
-            &codegloss_indexer::Config::default(),
-            &indicatif::ProgressBar::hidden(),
-        )
-        .unwrap();
-        let lexical = LexicalIndex::build(&out.data, FieldWeights::default());
-        codegloss_core::retrieve::Corpus::new(out.data, None, lexical)
-    })
-}

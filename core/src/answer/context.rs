@@ -423,10 +423,7 @@ fn nearest_parts(parts: &[u32], distances: &BTreeMap<u32, f32>) -> BTreeMap<u32,
 /// ([`super::evidence`]): the head, the declarations it holds and the
 /// lines the question's terms point at, with markers for what is left
 /// out. A chunk whose lines an earlier excerpt already shows is left out;
-/// an excerpt that does not fit what is left of the budget is dropped. A
-/// chunk with no text to show (a folder's module summary, a call chain)
-/// is no excerpt: it is numbered for its fact line alone, and left out,
-/// the later numbers closing up, when that line does not fit.
+/// an excerpt that does not fit what is left of the budget is dropped.
 pub fn build_context(
     corpus: &Corpus,
     retrieval: &Retrieval,
@@ -453,9 +450,6 @@ pub fn build_context(
     // Lines already shown, per path.
     let mut shown: Vec<(&str, u32, u32)> = Vec::new();
     let mut blocks: Vec<(String, usize)> = Vec::new();
-    let mut pending: Vec<Pending<'_>> = Vec::new();
-    // Per numbered chunk: whether it has no text to show.
-    let mut textless: Vec<bool> = Vec::new();
     let mut excerpts: Vec<Excerpt> = Vec::new();
     let mut used = 0usize;
     for rc in &retrieval.chunks {
@@ -527,48 +521,34 @@ pub fn build_context(
                 }
             }
         };
-        // A chunk with no text is located by its own lines.
-        let (first, last) = match &chosen {
-            Some(ch) => (ch.first, ch.last),
-            None => (c.start_line, c.end_line),
+        // An excerpt with no text is located by its chunk's lines.
+        let (code, first, last) = match &chosen {
+            Some(ch) => (ch.text.as_str(), ch.first, ch.last),
+            None => ("", c.start_line, c.end_line),
         };
-        let place = location(&c.path, first, last);
-        let text = chosen.is_some();
+        let b = block(
+            &heading(corpus, n, rc.chunk, &location(&c.path, first, last), doc),
+            code,
+            language,
+        );
+        let t = count(&b);
+        if t > left {
+            out.dropped_for_budget += 1;
+            continue;
+        }
+        if first > 0 {
+            shown.push((c.path.as_str(), first, last));
+        }
         if let Some(ch) = chosen {
-            let b = block(
-                &heading(corpus, n, rc.chunk, &place, doc),
-                &ch.text,
-                language,
-            );
-            let t = count(&b);
-            if t > left {
-                out.dropped_for_budget += 1;
-                continue;
-            }
-            if first > 0 {
-                shown.push((c.path.as_str(), first, last));
-            }
             excerpts.push(Excerpt {
                 n,
                 path: c.path.clone(),
                 cpp: language == "cpp",
                 lines: ch.shown,
             });
-            used += t;
-            blocks.push((b, t));
-            pending.push(Pending {
-                n,
-                chunk: rc.chunk,
-                place,
-                doc,
-                code: ch.text,
-                language,
-            });
         }
-        // A chunk with no text to show (a module, a call chain) is no
-        // excerpt: all it has to say is its fact line, and it keeps its
-        // number only if that line fits the fact sheet.
-        textless.push(!text);
+        used += t;
+        blocks.push((b, t));
         out.chunks.push(ContextChunk {
             n,
             chunk: rc.chunk,
@@ -579,44 +559,25 @@ pub fn build_context(
             role: rc.role.as_str().to_string(),
         });
     }
-    // The fact sheet, within its share and whatever the excerpts left. A
-    // chunk without text whose line does not fit is left out, and the
-    // numbers close up behind it (a number only ever gets smaller, so a
-    // block measured with its first number never grows).
+    // The fact sheet, within its share and whatever the excerpts left.
     let fact_room = budget.saturating_sub(used);
     let title = "Facts about the excerpts (exact names, kinds and locations):\n";
     let mut facts = String::new();
     let mut fact_tokens = count(title);
-    let mut full = false;
-    let mut renumber: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut kept: Vec<ContextChunk> = Vec::new();
-    for (mut cc, textless) in std::mem::take(&mut out.chunks).into_iter().zip(textless) {
-        let n = kept.len() as u32 + 1;
+    for cc in &out.chunks {
         let entity = data.chunks[cc.chunk as usize].entity;
-        let line = reveal_bidi(&fact_line(corpus, n, entity, &cc.location())).into_owned();
+        let line = reveal_bidi(&fact_line(corpus, cc.n, entity, &cc.location())).into_owned();
         let t = count(&line) + 1;
-        full = full || fact_tokens + t > fact_room;
-        if full {
-            if textless {
-                out.dropped_for_budget += 1;
-                continue;
-            }
-        } else {
-            facts.push_str(&line);
-            facts.push('\n');
-            fact_tokens += t;
-            if cc.role == Role::Primary.as_str() {
-                out.lead.push_str(&line);
-                out.lead.push('\n');
-            }
+        if fact_tokens + t > fact_room {
+            break;
         }
-        renumber.insert(cc.n, n);
-        cc.n = n;
-        kept.push(cc);
-    }
-    out.chunks = kept;
-    for x in &mut excerpts {
-        x.n = renumber.get(&x.n).copied().unwrap_or(x.n);
+        facts.push_str(&line);
+        facts.push('\n');
+        fact_tokens += t;
+        if cc.role == Role::Primary.as_str() {
+            out.lead.push_str(&line);
+            out.lead.push('\n');
+        }
     }
     if !out.lead.is_empty() {
         let keys = key_lines(&excerpts);
@@ -628,30 +589,12 @@ pub fn build_context(
         out.text.push('\n');
         out.tokens += fact_tokens;
     }
-    for (p, (b, t)) in pending.iter().zip(blocks) {
-        let n = renumber.get(&p.n).copied().unwrap_or(p.n);
-        let b = if n == p.n {
-            b
-        } else {
-            let h = heading(corpus, n, p.chunk, &p.place, p.doc);
-            block(&h, &p.code, p.language)
-        };
+    for (b, t) in blocks {
         out.text.push_str(&b);
         out.text.push('\n');
         out.tokens += t;
     }
     out
-}
-
-/// An excerpt block as first numbered, kept so that it can be written
-/// again under its final number.
-struct Pending<'a> {
-    n: u32,
-    chunk: u32,
-    place: String,
-    doc: Option<&'a str>,
-    code: String,
-    language: &'static str,
 }
 
 /// The context of the `bm25-files` answer baseline: whole files (their
