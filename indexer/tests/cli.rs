@@ -228,6 +228,40 @@ fn embeddings_are_reused_and_searchable() {
     assert_eq!(e["questions"].as_array().unwrap().len(), 5);
     assert!(e["questions"][0]["files"].is_array());
     assert!(e["baseline"]["metrics"]["overall"]["hit@5"].is_number());
+    // Answer contexts are written for questions without nuggets too,
+    // headed by the gold symbols they lack.
+    let asked = out.path().join("gold.jsonl");
+    std::fs::write(
+        &asked,
+        r#"{"id": "g1", "category": "symbol_explanation", "question": "How are halo cells exchanged between neighbouring ranks?", "gold_files": ["src/Field/HaloCells.hpp"], "gold_symbols": ["picsim::detail::HaloCells::exchangeBoundaries", "picsim::NoSuchThing<int>"]}"#,
+    )
+    .unwrap();
+    let dumps = out.path().join("contexts");
+    let o = bin()
+        .args(["eval"])
+        .arg(out.path())
+        .arg("--questions")
+        .arg(&asked)
+        .arg("--contexts")
+        .arg(&dumps)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for kind in ["pipeline", "bm25-files"] {
+        let dump = std::fs::read_to_string(dumps.join(format!("g1.{kind}.txt"))).unwrap();
+        assert!(dump.starts_with("question: How are halo cells"), "{dump}");
+        assert!(
+            dump.contains("missing gold symbol: picsim::NoSuchThing<int>\n"),
+            "{dump}"
+        );
+    }
+    let dump = std::fs::read_to_string(dumps.join("g1.pipeline.txt")).unwrap();
+    let (head, text) = dump.split_once("\n\n").unwrap();
+    assert_eq!(
+        text.contains("exchangeBoundaries"),
+        !head.contains("missing gold symbol: picsim::detail::HaloCells::exchangeBoundaries"),
+        "{dump}"
+    );
     let o = bin()
         .args(["eval"])
         .arg(out.path())

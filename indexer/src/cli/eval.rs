@@ -53,7 +53,8 @@ pub(crate) struct EvalArgs {
     score: bool,
     /// Write each question's answer context here, as the answer model
     /// would get it: `<id>.pipeline.txt` and `<id>.bm25-files.txt`, with
-    /// the nuggets that the context lacks at the top.
+    /// the nuggets and gold symbols that the context lacks at the top
+    /// (every question, with or without nuggets).
     #[arg(long)]
     contexts: Option<PathBuf>,
 }

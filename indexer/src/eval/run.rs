@@ -95,6 +95,9 @@ fn write_context_dump(
             head.push_str(&format!("missing nugget: {}\n", n.fact));
         }
     }
+    for s in missing_symbols(q, &ctx.text) {
+        head.push_str(&format!("missing gold symbol: {s}\n"));
+    }
     head.push_str(&format!("tokens: {}\n", ctx.tokens));
     if !ctx.lead.is_empty() {
         head.push_str(&format!("answer lead (written by code):\n{}", ctx.lead));
@@ -102,6 +105,24 @@ fn write_context_dump(
     head.push('\n');
     let path = dir.join(format!("{}.{}.txt", q.id, kind.as_str()));
     std::fs::write(&path, head + &ctx.text).map_err(|e| IndexError::io(&path, e))
+}
+
+/// The question's `gold_symbols` (a field of the benchmark format, on
+/// every split) whose own name, the last `::` part without template
+/// arguments or parameters, the context text does not contain.
+fn missing_symbols<'q>(q: &'q Question, text: &str) -> Vec<&'q str> {
+    let Some(serde_json::Value::Array(symbols)) = q.extra.get("gold_symbols") else {
+        return Vec::new();
+    };
+    symbols
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .filter(|s| {
+            let name = s.rsplit("::").next().unwrap_or(s);
+            let name = name.split(['<', '(']).next().unwrap_or(name).trim();
+            !name.is_empty() && !text.contains(name)
+        })
+        .collect()
 }
 
 /// The distinct files of a context, in order.
@@ -189,15 +210,18 @@ pub fn run(
             latency_ms,
             ..QuestionRow::default()
         };
-        if !q.nuggets.is_empty() {
+        if !q.nuggets.is_empty() || opts.contexts.is_some() {
             // How many nuggets the context itself contains: the most an
-            // answer model could state from it.
+            // answer model could state from it. A question without nuggets
+            // (the test split) still gets its contexts written.
             for (kind, into) in [
                 (AnswerContext::Pipeline, &mut context_nuggets),
                 (AnswerContext::Bm25Files, &mut baseline_context_nuggets),
             ] {
                 let ctx = make_context(kind, text, &r);
-                into.push((q.category.clone(), nugget_recall(&ctx.text, &q.nuggets)?));
+                if !q.nuggets.is_empty() {
+                    into.push((q.category.clone(), nugget_recall(&ctx.text, &q.nuggets)?));
+                }
                 if let Some(dir) = opts.contexts {
                     write_context_dump(dir, q, text, kind, &ctx)?;
                 }
