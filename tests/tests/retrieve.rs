@@ -71,6 +71,30 @@ fn signals_find_files_siblings_symbols_and_modules() {
 }
 
 #[test]
+fn a_plain_word_names_a_member_only_with_its_class() {
+    // `unpack` is a method of the halo class: an ordinary verb names it
+    // only when the question also names its class's words.
+    let unrelated = ask("Where do I unpack the input deck of a run?");
+    assert!(
+        !unrelated
+            .signals
+            .exact_symbols
+            .contains(&"unpack".to_string()),
+        "{:?}",
+        unrelated.signals
+    );
+    let related = ask("How do the halo cells unpack what neighbours sent?");
+    assert!(
+        related
+            .signals
+            .exact_symbols
+            .contains(&"unpack".to_string()),
+        "{:?}",
+        related.signals
+    );
+}
+
+#[test]
 fn exact_filename_is_first_and_siblings_join() {
     let r = ask("What is the purpose of BareField.hpp?");
     let first = chunk(r.chunks[0].chunk);

@@ -163,6 +163,22 @@ fn spelled_out_acronyms(question: &str, corpus: &Corpus) -> Vec<String> {
     out
 }
 
+/// Whether a plain word may name entity `e`: a free entity, or a member
+/// whose class the question's words also name (`generate` of a sampler
+/// asked about as "transform sampling"), so that an ordinary verb ("attach",
+/// "source") does not bring in an unrelated class's method of that name.
+fn owner_named(corpus: &Corpus, e: u32, question_tokens: &[String]) -> bool {
+    corpus.data.entities[e as usize]
+        .class_name
+        .as_ref()
+        .is_none_or(|k| {
+            let base = k.rsplit("::").next().unwrap_or(k);
+            name_parts(base)
+                .iter()
+                .any(|p| p.len() >= 3 && question_tokens.contains(p))
+        })
+}
+
 /// Sentence-initial capitals are not evidence of a name.
 fn is_name_shaped(word: &str, position: usize) -> bool {
     looks_like_code(word)
@@ -278,7 +294,9 @@ impl QuerySignals {
                         .is_some_and(|v| v.len() <= 8 && last.len() >= 4)
             } else {
                 last.len() >= 6
-                    && corpus.by_symbol.get(last).is_some_and(|v| v.len() <= 3)
+                    && corpus.by_symbol.get(last).is_some_and(|v| {
+                        v.len() <= 3 && v.iter().any(|&e| owner_named(corpus, e, &s.tokens))
+                    })
                     && corpus.lexical.doc_freq(&last.to_lowercase()) <= 40
             };
             let common = corpus.is_namespace(last)
