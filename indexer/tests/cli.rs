@@ -244,9 +244,16 @@ fn embeddings_are_reused_and_searchable() {
         .arg(&asked)
         .arg("--contexts")
         .arg(&dumps)
+        .arg("--json")
+        .arg(out.path().join("gold.json"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("context gold-symbol recall") && stdout.contains("over 1 questions"),
+        "{stdout}"
+    );
     for kind in ["pipeline", "bm25-files"] {
         let dump = std::fs::read_to_string(dumps.join(format!("g1.{kind}.txt"))).unwrap();
         assert!(dump.starts_with("question: How are halo cells"), "{dump}");
@@ -262,6 +269,19 @@ fn embeddings_are_reused_and_searchable() {
         !head.contains("missing gold symbol: picsim::detail::HaloCells::exchangeBoundaries"),
         "{dump}"
     );
+    // The report's gold-symbol recall counts the same names: one of two
+    // at most (the second symbol does not exist).
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("gold.json")).unwrap())
+            .unwrap();
+    let recall = &report["metrics"]["context_symbol_recall"]["pipeline"];
+    assert_eq!(recall["questions"], 1, "{report}");
+    let want = if text.contains("exchangeBoundaries") {
+        0.5
+    } else {
+        0.0
+    };
+    assert_eq!(recall["overall"].as_f64(), Some(want), "{report}");
     let o = bin()
         .args(["eval"])
         .arg(out.path())

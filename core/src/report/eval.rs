@@ -84,6 +84,11 @@ pub struct Metrics {
     /// Nuggets present in the answer contexts (questions with nuggets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_nugget_recall: Option<ContextNuggets>,
+    /// The share of a question's gold symbols whose own name the answer
+    /// context contains (questions with `gold_symbols`, every split: the
+    /// one measure of the context that the held-out split allows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_symbol_recall: Option<ContextNuggets>,
     /// Answers of the `[answer]` model (`--answer`, `--score`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answers: Option<AnswerSummary>,
@@ -127,7 +132,7 @@ pub struct Summary {
     pub questions: usize,
 }
 
-/// Nugget recall of the contexts: the pipeline's and the `bm25-files`
+/// Nugget (or gold-symbol) recall of the contexts: the pipeline's and the `bm25-files`
 /// baseline's top 3 files within the same budget.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(default)]
@@ -402,6 +407,7 @@ pub fn metrics<'a>(categories: impl IntoIterator<Item = &'a str>, scores: &[Scor
             .map(|(k, v)| (k.to_string(), summary(&v)))
             .collect(),
         context_nugget_recall: None,
+        context_symbol_recall: None,
         answers: None,
     }
 }

@@ -218,6 +218,19 @@ fn print_report(report: &EvalReport, budget: usize, dense_off: bool) {
             out!("  {cat:<24} {:<8} {}", json_value(v), json_value(&b));
         }
     }
+    if let Some(cs) = &m.context_symbol_recall {
+        let (ours, base) = (&cs.pipeline, &cs.bm25_files_top3);
+        out!(
+            "context gold-symbol recall (gold symbols whose own name is in the answer context, budget {budget} tokens) over {} questions: pipeline {}, bm25-files top 3 {}",
+            ours.questions,
+            json_value(&ours.overall),
+            json_value(&base.overall)
+        );
+        for (cat, v) in &ours.by_category {
+            let b = base.by_category.get(cat).copied().flatten();
+            out!("  {cat:<24} {:<8} {}", json_value(v), json_value(&b));
+        }
+    }
     if let Some(a) = &m.answers {
         let answered: Vec<(String, Option<f64>)> = report
             .questions

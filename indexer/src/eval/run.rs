@@ -1,7 +1,7 @@
 //! The evaluation harness: every question retrieved through core exactly
 //! as `codegloss query` does, scored against its gold files; the nuggets
-//! its answer context holds (the pipeline's and the `bm25-files` top 3
-//! within the same budget); with an answer context chosen, the answer of
+//! and gold symbols its answer context holds (the pipeline's and the
+//! `bm25-files` top 3 within the same budget); with an answer context chosen, the answer of
 //! the `[answer]` model, resumable from an earlier report; and the
 //! `bm25-files` baseline in the same run. It returns an [`EvalReport`] and
 //! prints nothing: the CLI prints it, and an [`EvalObserver`] sees the
@@ -111,18 +111,39 @@ fn write_context_dump(
 /// every split) whose own name, the last `::` part without template
 /// arguments or parameters, the context text does not contain.
 fn missing_symbols<'q>(q: &'q Question, text: &str) -> Vec<&'q str> {
+    gold_symbols(q)
+        .into_iter()
+        .filter(|(_, name)| !text.contains(name))
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// The question's `gold_symbols` as written, each with its own name (the
+/// last `::` part without template arguments or parameters); symbols
+/// without a name are left out.
+fn gold_symbols(q: &Question) -> Vec<(&str, &str)> {
     let Some(serde_json::Value::Array(symbols)) = q.extra.get("gold_symbols") else {
         return Vec::new();
     };
     symbols
         .iter()
         .filter_map(serde_json::Value::as_str)
-        .filter(|s| {
+        .filter_map(|s| {
             let name = s.rsplit("::").next().unwrap_or(s);
             let name = name.split(['<', '(']).next().unwrap_or(name).trim();
-            !name.is_empty() && !text.contains(name)
+            (!name.is_empty()).then_some((s, name))
         })
         .collect()
+}
+
+/// The share of the question's gold symbols whose own name `text`
+/// contains; none when it has none.
+fn symbol_recall(q: &Question, text: &str) -> Option<f64> {
+    let symbols = gold_symbols(q);
+    (!symbols.is_empty()).then(|| {
+        let present = symbols.iter().filter(|(_, n)| text.contains(n)).count();
+        present as f64 / symbols.len() as f64
+    })
 }
 
 /// The distinct files of a context, in order.
@@ -176,6 +197,8 @@ pub fn run(
     };
     let mut context_nuggets = Vec::new();
     let mut baseline_context_nuggets = Vec::new();
+    let mut context_symbols = Vec::new();
+    let mut baseline_context_symbols = Vec::new();
     let mut scores: Vec<Scores> = Vec::new();
     let mut rows: Vec<QuestionRow> = Vec::new();
     let mut nugget_rows = Vec::new();
@@ -210,17 +233,29 @@ pub fn run(
             latency_ms,
             ..QuestionRow::default()
         };
-        if !q.nuggets.is_empty() || opts.contexts.is_some() {
+        if !q.nuggets.is_empty() || opts.contexts.is_some() || !gold_symbols(q).is_empty() {
             // How many nuggets the context itself contains: the most an
-            // answer model could state from it. A question without nuggets
-            // (the test split) still gets its contexts written.
-            for (kind, into) in [
-                (AnswerContext::Pipeline, &mut context_nuggets),
-                (AnswerContext::Bm25Files, &mut baseline_context_nuggets),
+            // answer model could state from it; and how many of the gold
+            // symbols it names, which the test split (no nuggets) has too.
+            // A question without either still gets its contexts written.
+            for (kind, into, symbols_into) in [
+                (
+                    AnswerContext::Pipeline,
+                    &mut context_nuggets,
+                    &mut context_symbols,
+                ),
+                (
+                    AnswerContext::Bm25Files,
+                    &mut baseline_context_nuggets,
+                    &mut baseline_context_symbols,
+                ),
             ] {
                 let ctx = make_context(kind, text, &r);
                 if !q.nuggets.is_empty() {
                     into.push((q.category.clone(), nugget_recall(&ctx.text, &q.nuggets)?));
+                }
+                if let Some(recall) = symbol_recall(q, &ctx.text) {
+                    symbols_into.push((q.category.clone(), Some(recall)));
                 }
                 if let Some(dir) = opts.contexts {
                     write_context_dump(dir, q, text, kind, &ctx)?;
@@ -257,6 +292,12 @@ pub fn run(
         m.context_nugget_recall = Some(ContextNuggets {
             pipeline: nugget_summary(&context_nuggets),
             bm25_files_top3: nugget_summary(&baseline_context_nuggets),
+        });
+    }
+    if !context_symbols.is_empty() {
+        m.context_symbol_recall = Some(ContextNuggets {
+            pipeline: nugget_summary(&context_symbols),
+            bm25_files_top3: nugget_summary(&baseline_context_symbols),
         });
     }
     if opts.answer.is_some() {
