@@ -199,29 +199,29 @@ fn run_eval(args: &EvalArgs) -> Result<()> {
     Ok(())
 }
 
-/// Print an eval report: context nuggets, answers, the metrics table, the
+/// Print an eval report: context nuggets and gold symbols, answers, the metrics table, the
 /// latency, and the baseline.
 fn print_report(report: &EvalReport, budget: usize, dense_off: bool) {
     let Some(m) = &report.metrics else {
         return;
     };
-    if let Some(cn) = &m.context_nugget_recall {
+    let contexts = [
+        (
+            &m.context_nugget_recall,
+            "nugget recall (nuggets present in",
+        ),
+        (
+            &m.context_symbol_recall,
+            "gold-symbol recall (gold symbols whose own name is in",
+        ),
+    ];
+    for (recall, what) in contexts {
+        let Some(cn) = recall else {
+            continue;
+        };
         let (ours, base) = (&cn.pipeline, &cn.bm25_files_top3);
         out!(
-            "context nugget recall (nuggets present in the answer context, budget {budget} tokens) over {} questions: pipeline {}, bm25-files top 3 {}",
-            ours.questions,
-            json_value(&ours.overall),
-            json_value(&base.overall)
-        );
-        for (cat, v) in &ours.by_category {
-            let b = base.by_category.get(cat).copied().flatten();
-            out!("  {cat:<24} {:<8} {}", json_value(v), json_value(&b));
-        }
-    }
-    if let Some(cs) = &m.context_symbol_recall {
-        let (ours, base) = (&cs.pipeline, &cs.bm25_files_top3);
-        out!(
-            "context gold-symbol recall (gold symbols whose own name is in the answer context, budget {budget} tokens) over {} questions: pipeline {}, bm25-files top 3 {}",
+            "context {what} the answer context, budget {budget} tokens) over {} questions: pipeline {}, bm25-files top 3 {}",
             ours.questions,
             json_value(&ours.overall),
             json_value(&base.overall)
