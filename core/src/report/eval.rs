@@ -132,8 +132,8 @@ pub struct Summary {
     pub questions: usize,
 }
 
-/// Nugget (or gold-symbol) recall of the contexts: the pipeline's and the `bm25-files`
-/// baseline's top 3 files within the same budget.
+/// Nugget (or gold-symbol) recall of the contexts: the pipeline's and the
+/// `bm25-files` baseline's top 3 files within the same budget.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(default)]
 pub struct ContextNuggets {

@@ -199,8 +199,8 @@ fn run_eval(args: &EvalArgs) -> Result<()> {
     Ok(())
 }
 
-/// Print an eval report: context nuggets and gold symbols, answers, the metrics table, the
-/// latency, and the baseline.
+/// Print an eval report: context nuggets and gold symbols, answers, the
+/// metrics table, the latency, and the baseline.
 fn print_report(report: &EvalReport, budget: usize, dense_off: bool) {
     let Some(m) = &report.metrics else {
         return;

@@ -1,11 +1,11 @@
 //! The evaluation harness: every question retrieved through core exactly
 //! as `codegloss query` does, scored against its gold files; the nuggets
 //! and gold symbols its answer context holds (the pipeline's and the
-//! `bm25-files` top 3 within the same budget); with an answer context chosen, the answer of
-//! the `[answer]` model, resumable from an earlier report; and the
-//! `bm25-files` baseline in the same run. It returns an [`EvalReport`] and
-//! prints nothing: the CLI prints it, and an [`EvalObserver`] sees the
-//! progress and the checkpoints.
+//! `bm25-files` top 3 within the same budget); with an answer context
+//! chosen, the answer of the `[answer]` model, resumable from an earlier
+//! report; and the `bm25-files` baseline in the same run. It returns an
+//! [`EvalReport`] and prints nothing: the CLI prints it, and an
+//! [`EvalObserver`] sees the progress and the checkpoints.
 
 use std::path::Path;
 use std::time::Instant;
