@@ -80,10 +80,12 @@ fn eval_error(message: String) -> IndexError {
 }
 
 /// Write one answer context to `dir` for inspection, headed by the
-/// question and the nuggets it lacks.
+/// question and the nuggets and gold symbols (`symbols`, from
+/// [`gold_symbols`]) it lacks.
 fn write_context_dump(
     dir: &Path,
     q: &Question,
+    symbols: &[(&str, &str)],
     text: &str,
     kind: AnswerContext,
     ctx: &Context,
@@ -95,7 +97,7 @@ fn write_context_dump(
             head.push_str(&format!("missing nugget: {}\n", n.fact));
         }
     }
-    for s in missing_symbols(q, &ctx.text) {
+    for (s, _) in symbols.iter().filter(|(_, name)| !ctx.text.contains(name)) {
         head.push_str(&format!("missing gold symbol: {s}\n"));
     }
     head.push_str(&format!("tokens: {}\n", ctx.tokens));
@@ -108,19 +110,9 @@ fn write_context_dump(
 }
 
 /// The question's `gold_symbols` (a field of the benchmark format, on
-/// every split) whose own name, the last `::` part without template
-/// arguments or parameters, the context text does not contain.
-fn missing_symbols<'q>(q: &'q Question, text: &str) -> Vec<&'q str> {
-    gold_symbols(q)
-        .into_iter()
-        .filter(|(_, name)| !text.contains(name))
-        .map(|(s, _)| s)
-        .collect()
-}
-
-/// The question's `gold_symbols` as written, each with its own name (the
-/// last `::` part without template arguments or parameters); symbols
-/// without a name are left out.
+/// every split) as written, each with its own name (the last `::` part
+/// without template arguments or parameters), which a context must
+/// contain to hold the symbol; symbols without a name are left out.
 fn gold_symbols(q: &Question) -> Vec<(&str, &str)> {
     let Some(serde_json::Value::Array(symbols)) = q.extra.get("gold_symbols") else {
         return Vec::new();
@@ -136,10 +128,9 @@ fn gold_symbols(q: &Question) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// The share of the question's gold symbols whose own name `text`
-/// contains; none when it has none.
-fn symbol_recall(q: &Question, text: &str) -> Option<f64> {
-    let symbols = gold_symbols(q);
+/// The share of `symbols` (from [`gold_symbols`]) whose own name `text`
+/// contains; none when there are none.
+fn symbol_recall(symbols: &[(&str, &str)], text: &str) -> Option<f64> {
     (!symbols.is_empty()).then(|| {
         let present = symbols.iter().filter(|(_, n)| text.contains(n)).count();
         present as f64 / symbols.len() as f64
@@ -233,7 +224,8 @@ pub fn run(
             latency_ms,
             ..QuestionRow::default()
         };
-        if !q.nuggets.is_empty() || opts.contexts.is_some() || !gold_symbols(q).is_empty() {
+        let symbols = gold_symbols(q);
+        if !q.nuggets.is_empty() || opts.contexts.is_some() || !symbols.is_empty() {
             // How many nuggets the context itself contains: the most an
             // answer model could state from it; and how many of the gold
             // symbols it names, which the test split (no nuggets) has too.
@@ -254,11 +246,11 @@ pub fn run(
                 if !q.nuggets.is_empty() {
                     into.push((q.category.clone(), nugget_recall(&ctx.text, &q.nuggets)?));
                 }
-                if let Some(recall) = symbol_recall(q, &ctx.text) {
+                if let Some(recall) = symbol_recall(&symbols, &ctx.text) {
                     symbols_into.push((q.category.clone(), Some(recall)));
                 }
                 if let Some(dir) = opts.contexts {
-                    write_context_dump(dir, q, text, kind, &ctx)?;
+                    write_context_dump(dir, q, &symbols, text, kind, &ctx)?;
                 }
             }
         }
