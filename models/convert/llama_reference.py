@@ -1,5 +1,5 @@
 """llama.cpp's side of the decoder parity check (run in the
-llama-cpp-python environment, `<cache>/llm-venv`):
+llama-cpp-python environment, `cargo xtask llm-server --python`):
 
     python llama_reference.py MODEL.gguf RENDERED.json REF.json [STEPS]
 

@@ -77,6 +77,11 @@ enum Cmd {
         /// `--port`, every server this command started.
         #[arg(long)]
         stop: bool,
+        /// Print the server environment's python (built if need be) and
+        /// stop: for scripts that use llama-cpp-python directly, such as
+        /// `models/convert/llama_reference.py`.
+        #[arg(long, conflicts_with = "stop")]
+        python: bool,
     },
     /// Benchmarks (release builds; not part of `ci`).
     Bench {
@@ -527,8 +532,12 @@ fn main() -> Result<()> {
             port,
             threads,
             stop,
+            python,
         } => {
-            if stop {
+            if python {
+                println!("{}", llm::ensure_env()?.display());
+                Ok(())
+            } else if stop {
                 match port {
                     Some(p) => llm::stop(&root(), p),
                     None => llm::stop_all(&root()),
