@@ -4,14 +4,16 @@
 //! Qwen2.5-Coder-1.5B for benchmarks).
 //!
 //! llama-cpp-python is published as source only and takes about 4
-//! minutes to build on two cores (measured here), so the built wheel is cached under
-//! `<cache>/wheels/llama-<cpu>` and the server's virtual environment under
-//! `<cache>/llm-venv-<cpu>`; later runs start in seconds. The build is
-//! native (`GGML_NATIVE`: the instruction sets of the machine it runs
-//! on), so `<cpu>` names that machine's CPU features and a cache shared
-//! with another kind of CPU builds its own wheel instead of running one
-//! that would die on an illegal instruction. The server's process id
-//! goes to `target/llm-server-<port>.pid` (log: `target/llm-server-<port>.log`) so that it can be stopped by pid, and servers on different ports never stop each other.
+//! minutes to build on two cores (measured here), so the built wheel is
+//! cached under `<cache>/wheels/llama-<cpu>` and the server's virtual
+//! environment under `<cache>/llm-venv-<cpu>`; later runs start in
+//! seconds. The build is native (`GGML_NATIVE`: the instruction sets of
+//! the machine it runs on), so `<cpu>` names that machine's CPU features,
+//! and a cache shared with another kind of CPU builds its own wheel
+//! instead of running one that would die on an illegal instruction. The
+//! server's process id goes to `target/llm-server-<port>.pid` (log:
+//! `target/llm-server-<port>.log`) so that it can be stopped by pid, and
+//! servers on different ports never stop each other.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -344,4 +346,34 @@ pub fn stop(root: &Path, port: u16) -> Result<()> {
     std::fs::remove_file(&pf)?;
     eprintln!("llm-server: stopped pid {pid}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(f: &str) -> Vec<String> {
+        f.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn the_cpu_key_names_the_feature_set() {
+        assert_eq!(cpu_key(&[]), "generic");
+        let k = cpu_key(&flags("avx avx2 fma"));
+        assert_eq!(k.len(), 12);
+        assert_eq!(k, cpu_key(&flags("avx avx2 fma")));
+        assert_ne!(k, cpu_key(&flags("avx avx2 avx512f fma")));
+    }
+
+    #[test]
+    fn the_build_is_native_with_amx_off_where_the_cpu_has_it() {
+        let plain = cmake_args(&flags("avx avx2 avx512f"));
+        assert!(plain.contains("-DGGML_NATIVE=ON"), "{plain}");
+        assert!(!plain.contains("amx"), "{plain}");
+        let amx = cmake_args(&flags("amx_int8 amx_tile avx512f"));
+        assert!(
+            amx.contains(r"-DCMAKE_CXX_FLAGS=-mno-amx-tile\ -mno-amx-int8\ -mno-amx-bf16"),
+            "{amx}"
+        );
+    }
 }
