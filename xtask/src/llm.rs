@@ -28,13 +28,22 @@ use crate::models::{cache_dir, install_groups};
 /// The pinned server package.
 const LLAMA_CPP_PYTHON: &str = "llama-cpp-python==0.3.36";
 
-/// This machine's CPU features: the `flags` of `/proc/cpuinfo`'s first
-/// processor, sorted; empty where there is no such file.
+/// This machine's CPU features, from `/proc/cpuinfo`; empty where there
+/// is no such file.
 fn cpu_flags() -> Vec<String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    parse_cpu_flags(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+}
+
+/// The first processor's features in a `/proc/cpuinfo` text, sorted: its
+/// `flags` line on x86, its `Features` line on ARM.
+fn parse_cpu_flags(info: &str) -> Vec<String> {
     let mut flags: Vec<String> = info
         .lines()
-        .find_map(|l| l.strip_prefix("flags").and_then(|r| r.split_once(':')))
+        .find_map(|l| {
+            l.strip_prefix("flags")
+                .or_else(|| l.strip_prefix("Features"))
+                .and_then(|r| r.split_once(':'))
+        })
         .map(|(_, f)| f.split_whitespace().map(str::to_owned).collect())
         .unwrap_or_default();
     flags.sort_unstable();
@@ -354,6 +363,15 @@ mod tests {
 
     fn flags(f: &str) -> Vec<String> {
         f.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn cpu_features_are_read_on_x86_and_on_arm() {
+        let x86 = "processor\t: 0\nflags\t\t: fma avx2 avx\nbugs\t\t: spectre_v1\n";
+        assert_eq!(parse_cpu_flags(x86), flags("avx avx2 fma"));
+        let arm = "processor\t: 0\nFeatures\t: fp asimd sve\nCPU part\t: 0xd40\n";
+        assert_eq!(parse_cpu_flags(arm), flags("asimd fp sve"));
+        assert!(parse_cpu_flags("").is_empty());
     }
 
     #[test]
