@@ -144,6 +144,9 @@ pub fn ensure_env() -> Result<PathBuf> {
                 // of 54 tokens/s and wrote 12.4 instead of 11.5 tokens/s;
                 // nine held-out answers took 4.5 instead of 5.8 minutes.
                 .env("CMAKE_ARGS", cmake_args(&flags))
+                // Logs, not results: `llm-server --python` prints only the
+                // path on stdout, for `$(...)`.
+                .stdout(std::io::stderr())
                 .status()
                 .context("running pip wheel")?;
             if !status.success() {
@@ -160,6 +163,7 @@ pub fn ensure_env() -> Result<PathBuf> {
     let status = Command::new("python3")
         .args(["-m", "venv"])
         .arg(venv)
+        .stdout(std::io::stderr())
         .status()
         .context("python3 -m venv")?;
     if !status.success() {
@@ -175,6 +179,7 @@ pub fn ensure_env() -> Result<PathBuf> {
             "--disable-pip-version-check",
         ])
         .arg(&spec)
+        .stdout(std::io::stderr())
         .status()
         .context("pip install llama-cpp-python[server]")?;
     if !status.success() || !server_importable(&python) {
