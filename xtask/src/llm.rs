@@ -75,12 +75,6 @@ fn cmake_args(flags: &[String]) -> String {
     args
 }
 
-fn venv_python(cache: &Path) -> PathBuf {
-    cache
-        .join(format!("llm-venv-{}", cpu_key(&cpu_flags())))
-        .join("bin/python")
-}
-
 fn server_importable(python: &Path) -> bool {
     Command::new(python)
         .args(["-c", "import llama_cpp.server.app"])
@@ -105,14 +99,14 @@ fn cached_wheel(wheels: &Path) -> Option<PathBuf> {
 /// Make sure the server's virtual environment exists; return its python.
 pub fn ensure_env() -> Result<PathBuf> {
     let cache = cache_dir()?;
-    let python = venv_python(&cache);
+    let flags = cpu_flags();
+    let key = cpu_key(&flags);
+    let venv = cache.join(format!("llm-venv-{key}"));
+    let python = venv.join("bin/python");
     if python.is_file() && server_importable(&python) {
         return Ok(python);
     }
-    let flags = cpu_flags();
-    let wheels = cache
-        .join("wheels")
-        .join(format!("llama-{}", cpu_key(&flags)));
+    let wheels = cache.join("wheels").join(format!("llama-{key}"));
     std::fs::create_dir_all(&wheels)?;
     let wheel = match cached_wheel(&wheels) {
         Some(w) => w,
@@ -155,14 +149,10 @@ pub fn ensure_env() -> Result<PathBuf> {
             cached_wheel(&wheels).context("pip wheel produced no llama_cpp_python wheel")?
         }
     };
-    let venv = python
-        .parent()
-        .and_then(Path::parent)
-        .context("the venv's python has no venv folder")?;
     eprintln!("llm-server: creating {}", venv.display());
     let status = Command::new("python3")
         .args(["-m", "venv"])
-        .arg(venv)
+        .arg(&venv)
         .stdout(std::io::stderr())
         .status()
         .context("python3 -m venv")?;
