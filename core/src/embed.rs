@@ -342,6 +342,22 @@ pub fn query_prompt(question: &str, query_prefix: &str) -> String {
     s
 }
 
+// How the web shards' reader decodes these types (`crate::wire`).
+crate::wire::wire_enum!(Pooling { Mean, Cls });
+crate::wire::wire_enum!(Quantization { Int8, F32 });
+crate::wire::wire_struct!(EmbeddingSpec {
+    model_id,
+    model_sha256,
+    tokenizer_sha256,
+    dimension,
+    pooling,
+    normalize,
+    max_length,
+    prompt_format_version,
+    query_prefix,
+    document_prefix
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

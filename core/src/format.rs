@@ -183,6 +183,27 @@ pub fn decode_data_file<T: DeserializeOwned>(
     expected: DataKind,
     bytes: &[u8],
 ) -> Result<T, CoreError> {
+    let payload = data_file_payload(file, expected, bytes)?;
+    let (value, used) = crate::bounded::decode(payload).map_err(|e| CoreError::Decode {
+        file: file.to_string(),
+        message: e.to_string(),
+    })?;
+    if used != payload.len() {
+        return Err(CoreError::Decode {
+            file: file.to_string(),
+            message: format!("{} bytes left after decoding", payload.len() - used),
+        });
+    }
+    Ok(value)
+}
+
+/// The payload of a data file whose header (magic, version, kind, length)
+/// and checksum hold.
+pub(crate) fn data_file_payload<'a>(
+    file: &str,
+    expected: DataKind,
+    bytes: &'a [u8],
+) -> Result<&'a [u8], CoreError> {
     let truncated = |expected_len: usize| CoreError::Truncated {
         file: file.to_string(),
         got: bytes.len() as u64,
@@ -255,17 +276,7 @@ pub fn decode_data_file<T: DeserializeOwned>(
             computed: hex::encode(computed),
         });
     }
-    let (value, used) = crate::bounded::decode(payload).map_err(|e| CoreError::Decode {
-        file: file.to_string(),
-        message: e.to_string(),
-    })?;
-    if used != payload.len() {
-        return Err(CoreError::Decode {
-            file: file.to_string(),
-            message: format!("{} bytes left after decoding", payload.len() - used),
-        });
-    }
-    Ok(value)
+    Ok(payload)
 }
 
 /// What the manifest records about the vectors of an index: the model
@@ -709,6 +720,19 @@ impl IndexData {
         self.edges.iter().filter(|e| e.kind == kind).count()
     }
 }
+
+// How the web manifest's reader decodes it (`crate::wire`).
+crate::wire::wire_struct!(Counts {
+    files,
+    entities,
+    chunks,
+    edges,
+    entities_by_kind,
+    edges_by_kind,
+    functions,
+    functions_in_error,
+    files_with_warnings
+});
 
 #[cfg(test)]
 mod tests {

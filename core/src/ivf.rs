@@ -346,6 +346,14 @@ pub(crate) fn squared_l2(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+// How the vector shards' reader decodes it (`crate::wire`).
+crate::wire::wire_struct!(Ivf {
+    centroids,
+    partition_of,
+    residual_sq,
+    radius
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

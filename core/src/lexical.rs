@@ -605,6 +605,14 @@ pub fn length_of_code(code: u8) -> u32 {
     (16 + (c - 32) % 16) << e
 }
 
+// How the search shard's reader decodes it (`crate::wire`).
+crate::wire::wire_struct!(FieldWeights {
+    symbol,
+    path,
+    gloss,
+    code
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

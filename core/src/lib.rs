@@ -18,6 +18,7 @@ pub mod chat;
 pub mod embed;
 pub mod error;
 pub mod format;
+pub mod hnsw;
 pub mod hubness;
 pub mod ivf;
 pub mod lexical;
@@ -33,6 +34,7 @@ pub mod support;
 pub mod text;
 pub mod vectors;
 pub mod web;
+mod wire;
 
 pub use error::CoreError;
 pub use format::{

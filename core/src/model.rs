@@ -645,3 +645,67 @@ pub struct Edge {
     /// Relation.
     pub kind: EdgeKind,
 }
+
+// How the web shards' reader decodes these types (`crate::wire`).
+crate::wire::wire_enum!(Language {
+    Cpp,
+    Markdown,
+    Rst,
+    Text,
+    Cmake
+});
+crate::wire::wire_enum!(SourceType {
+    Header,
+    Implementation,
+    Cuda,
+    Documentation,
+    Build
+});
+crate::wire::wire_enum!(Scope {
+    Source,
+    Test,
+    Example,
+    Build,
+    Docs
+});
+crate::wire::wire_enum!(EntityKind {
+    Namespace,
+    Class,
+    Struct,
+    Union,
+    Enum,
+    TypeAlias,
+    Function,
+    Method,
+    Constructor,
+    Destructor,
+    DocSection,
+    File,
+    Module,
+    CallChain
+});
+crate::wire::wire_enum!(GlossSource {
+    Structural,
+    Model,
+    SkippedLowInformation
+});
+crate::wire::wire_enum!(EdgeKind {
+    Includes,
+    Calls,
+    Contains,
+    Inherits,
+    Defines,
+    Summarizes
+});
+crate::wire::wire_struct!(Span {
+    start_byte,
+    end_byte,
+    start_line,
+    end_line
+});
+crate::wire::wire_struct!(Param { ty, name, default });
+crate::wire::wire_struct!(CodeFrame {
+    prelude_lines,
+    prelude_from,
+    trailer_lines
+});

@@ -352,6 +352,13 @@ impl ProductCodes {
     }
 }
 
+// How the vector directory's reader decodes it (`crate::wire`).
+crate::wire::wire_struct!(ProductQuantizer {
+    sub_dim,
+    scales,
+    codebooks
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::embed::{EmbeddingSpec, Quantization};
 use crate::error::CoreError;
 use crate::format::{decode_data_file, encode_data_file, DataKind, HEADER_LEN};
+use crate::hnsw::{StoredIndex, StoredStore};
 use crate::ivf::{Ivf, DEFAULT_PARTITION_SIZE};
 
 /// An int8 vector: `value[i] ≈ scale * data[i]`.
@@ -29,7 +30,7 @@ pub struct QVec {
     pub data: Vec<i8>,
 }
 
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     a.iter()
         .zip(b)
         .map(|(&x, &y)| i32::from(x) * i32::from(y))
@@ -87,7 +88,7 @@ impl Point for FVec {
     }
 }
 
-fn squared_l2(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn squared_l2(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
 
@@ -337,14 +338,7 @@ impl VectorIndex {
     }
 
     fn check_query(&self, query: &[f32]) -> Result<(), CoreError> {
-        if query.len() != self.spec.dimension as usize {
-            return Err(CoreError::ModelMismatch {
-                field: "dimension".into(),
-                index: self.spec.dimension.to_string(),
-                query: query.len().to_string(),
-            });
-        }
-        Ok(())
+        check_query_dimension(&self.spec, query)
     }
 
     /// Exact top-`k` by squared L2, ties broken by chunk id.
@@ -437,123 +431,20 @@ impl VectorIndex {
     }
 }
 
-/// The serialised layout of [`VectorIndex`], read a second time on load for
-/// the HNSW graph, whose fields instant-distance keeps private: a graph
-/// from a file is checked before any search walks it (a neighbour id past
-/// its layer, or a layer larger than the one below, would index out of
-/// range inside instant-distance and panic).
-#[derive(Deserialize)]
-struct StoredIndex {
-    _spec: EmbeddingSpec,
-    _quantization: Quantization,
-    _hnsw: HnswParams,
-    _keys: Vec<[u8; 16]>,
-    store: StoredStore,
-}
-
-/// [`VectorStore`]'s layout (same variants, same order).
-#[derive(Deserialize)]
-enum StoredStore {
-    Int8(StoredMap<QVec>),
-    F32(StoredMap<FVec>),
-}
-
-/// `instant_distance::HnswMap`'s layout.
-#[derive(Deserialize)]
-struct StoredMap<P> {
-    hnsw: StoredGraph<P>,
-    _values: Vec<u32>,
-}
-
-/// `instant_distance::Hnsw`'s layout: the points, the zero layer (one node
-/// of `2 * M` neighbour ids per point) and the upper layers (`M` ids per
-/// node), the lowest first; `u32::MAX` ends a node's list.
-#[derive(Deserialize)]
-struct StoredGraph<P> {
-    _ef_search: usize,
-    points: Vec<P>,
-    zero: Vec<Links<{ 2 * HNSW_M }>>,
-    layers: Vec<Vec<Links<HNSW_M>>>,
-}
-
-/// instant-distance's `M`: neighbours per node in the upper layers.
-const HNSW_M: usize = 32;
-
-/// One node's neighbour ids (a fixed-size tuple of `PointId(u32)`).
-struct Links<const N: usize>([u32; N]);
-
-impl<'de, const N: usize> Deserialize<'de> for Links<N> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit<const N: usize>;
-        impl<'de, const N: usize> serde::de::Visitor<'de> for Visit<N> {
-            type Value = Links<N>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                write!(f, "{N} neighbour ids")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Links<N>, A::Error> {
-                let mut ids = [u32::MAX; N];
-                for (i, id) in ids.iter_mut().enumerate() {
-                    *id = seq
-                        .next_element()?
-                        .ok_or_else(|| serde::de::Error::invalid_length(i, &self))?;
-                }
-                Ok(Links(ids))
-            }
-        }
-        d.deserialize_tuple(N, Visit::<N>)
+/// A query vector of another dimension than the index's is a model
+/// mismatch.
+pub(crate) fn check_query_dimension(spec: &EmbeddingSpec, query: &[f32]) -> Result<(), CoreError> {
+    if query.len() != spec.dimension as usize {
+        return Err(CoreError::ModelMismatch {
+            field: "dimension".into(),
+            index: spec.dimension.to_string(),
+            query: query.len().to_string(),
+        });
     }
+    Ok(())
 }
 
-impl<P> StoredGraph<P> {
-    /// Every id a search can reach lies inside the layer it indexes.
-    fn check(&self) -> Result<(), CoreError> {
-        let n = self.points.len();
-        if self.zero.len() != n {
-            return Err(CoreError::malformed(format!(
-                "{n} points but {} zero-layer nodes",
-                self.zero.len()
-            )));
-        }
-        fn ids_below<const N: usize>(nodes: &[Links<N>], bound: usize) -> bool {
-            nodes.iter().all(|node| {
-                node.0
-                    .iter()
-                    .take_while(|&&id| id != u32::MAX)
-                    .all(|&id| (id as usize) < bound)
-            })
-        }
-        if !ids_below(&self.zero, n) {
-            return Err(CoreError::malformed(
-                "a zero-layer neighbour is not a point",
-            ));
-        }
-        // A search starts at point 0 in the top layer and carries its
-        // candidates down, so each layer must fit in the one below it.
-        let mut below = n;
-        for (i, layer) in self.layers.iter().enumerate() {
-            if layer.len() > below || (layer.is_empty() && n > 0) {
-                return Err(CoreError::malformed(format!(
-                    "layer {} has {} nodes, the layer below {below}",
-                    i + 1,
-                    layer.len()
-                )));
-            }
-            if !ids_below(layer, layer.len()) {
-                return Err(CoreError::malformed(format!(
-                    "a neighbour in layer {} is outside it",
-                    i + 1
-                )));
-            }
-            below = layer.len();
-        }
-        Ok(())
-    }
-}
-
-fn top_k(hits: &mut Vec<VectorHit>, k: usize) -> Vec<VectorHit> {
+pub(crate) fn top_k(hits: &mut Vec<VectorHit>, k: usize) -> Vec<VectorHit> {
     let order = |a: &VectorHit, b: &VectorHit| {
         a.distance
             .total_cmp(&b.distance)
@@ -582,8 +473,22 @@ pub fn embedding_key(model_id: &str, prompt_format_version: u32, text: &str) -> 
     out
 }
 
+// How the web shards' reader decodes these types (`crate::wire`).
+crate::wire::wire_struct!(QVec { scale, sq, data });
+crate::wire::wire_struct!(HnswParams {
+    ef_construction,
+    ef_search,
+    seed
+});
+
+impl crate::wire::Wire for FVec {
+    fn read(r: &mut crate::wire::Reader<'_>) -> Self {
+        FVec(crate::wire::Wire::read(r))
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use instant_distance::Builder;
 
@@ -592,7 +497,7 @@ mod tests {
         v.into_iter().map(|x| x / n).collect()
     }
 
-    fn vectors(n: usize, dim: usize) -> Vec<Vec<f32>> {
+    pub(crate) fn vectors(n: usize, dim: usize) -> Vec<Vec<f32>> {
         // A small deterministic generator; no randomness in core.
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
         (0..n)
@@ -619,7 +524,7 @@ mod tests {
         }
     }
 
-    fn index(vs: &[Vec<f32>], quant: Quantization) -> VectorIndex {
+    pub(crate) fn index(vs: &[Vec<f32>], quant: Quantization) -> VectorIndex {
         let ids: Vec<u32> = (0..vs.len() as u32).collect();
         let b = Builder::default()
             .seed(7)

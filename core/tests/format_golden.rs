@@ -411,7 +411,11 @@ fn web_golden_files_decode_to_the_fixed_index() {
         .add_vectors(&read(&dir, &vectors))
         .expect("the golden vectors shard loads");
     assert_eq!(
-        index.corpus.vectors.as_ref().map(|v| v.spec.clone()),
+        index
+            .corpus
+            .stored_vectors
+            .as_ref()
+            .map(|v| v.spec().clone()),
         Some(embedding(&data).spec),
         "the vectors arrive with the index's embedding spec"
     );

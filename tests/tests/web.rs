@@ -10,7 +10,8 @@ use codegloss_core::format::Manifest;
 use codegloss_core::lexical::{length_code, length_of_code, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::web::{
-    build_site_index_with, shard_hash_hex, ShardInfo, ShardKind, SiteIndex, WebIndex, WebManifest,
+    build_site_index_with, shard_hash_hex, wire_reads_as_written, ShardInfo, ShardKind, SiteIndex,
+    WebIndex, WebManifest,
 };
 use codegloss_core::{CoreError, IndexData};
 use codegloss_indexer::{ingest::build, Config};
@@ -131,6 +132,37 @@ fn shards_are_content_addressed_and_sized() {
     assert_eq!(next as u64, m.counts.chunks);
     // The manifest round-trips through JSON.
     assert_eq!(&WebManifest::from_json(&m.to_json()).unwrap(), m);
+}
+
+/// The browser's hand-written reader reads every shard of the site (the
+/// search shard, postings, edges, qualified names, the text directory and
+/// the text shards) exactly as bincode wrote it, and the binary manifest
+/// back into the manifest.
+#[test]
+fn every_shard_reads_as_written() {
+    let s = site();
+    let listed = listed(&s);
+    let mut kinds = std::collections::BTreeSet::new();
+    for info in listed.shards.iter().chain(&s.text) {
+        let bytes = bytes_of(&s, &info.name);
+        assert!(wire_reads_as_written(info, bytes).unwrap(), "{}", info.name);
+        kinds.insert(info.kind);
+    }
+    for kind in [
+        ShardKind::Search,
+        ShardKind::Postings,
+        ShardKind::Edges,
+        ShardKind::Qualified,
+        ShardKind::TextDirectory,
+        ShardKind::Text,
+    ] {
+        assert!(
+            kinds.contains(&kind),
+            "no {kind:?} shard in the fixture site"
+        );
+    }
+    let binary = s.manifest.to_binary().unwrap();
+    assert_eq!(WebManifest::from_binary(&binary).unwrap(), s.manifest);
 }
 
 #[test]

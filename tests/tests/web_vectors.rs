@@ -9,7 +9,9 @@ use std::sync::OnceLock;
 use codegloss_core::format::Manifest;
 use codegloss_core::lexical::LexicalIndex;
 use codegloss_core::retrieve::{retrieve, Corpus, Retrieval, RetrievalSettings};
-use codegloss_core::web::{build_site_index, ShardKind, SiteIndex, WebIndex};
+use codegloss_core::web::{
+    build_site_index, wire_reads_as_written, ShardKind, SiteIndex, WebIndex,
+};
 use codegloss_core::{CoreError, IndexData, VectorIndex};
 use codegloss_indexer::store;
 use codegloss_tests::embedded_fixture;
@@ -117,6 +119,37 @@ fn retrieve_web(
         }
     }
     panic!("{q}: the shards did not settle");
+}
+
+/// The browser's hand-written reader reads the directory, every partition
+/// and every refine block exactly as bincode wrote them.
+#[test]
+fn every_vector_shard_reads_as_written() {
+    let s = site(2);
+    let mut w = open_with_directory(&s);
+    let dir = s.manifest.vector_directory().unwrap();
+    assert!(wire_reads_as_written(dir, bytes_of(&s, &dir.name)).unwrap());
+    for p in 0..fixture().vectors.ivf.len() {
+        let info = w.partition_shard(p).unwrap().clone();
+        let bytes = bytes_of(&s, &info.name);
+        assert!(
+            wire_reads_as_written(&info, bytes).unwrap(),
+            "{}",
+            info.name
+        );
+        w.add_partition(p, bytes).unwrap();
+    }
+    let blocks = w.corpus.partitioned.as_ref().unwrap().blocks();
+    assert!(blocks > 0);
+    for b in 0..blocks {
+        let info = w.block_shard(b).unwrap().clone();
+        let bytes = bytes_of(&s, &info.name);
+        assert!(
+            wire_reads_as_written(&info, bytes).unwrap(),
+            "{}",
+            info.name
+        );
+    }
 }
 
 #[test]

@@ -23,6 +23,9 @@ pub struct Corpus {
     pub data: IndexData,
     /// Chunk vectors, when the index has them.
     pub vectors: Option<VectorIndex>,
+    /// In the browser, the single vectors shard in place of `vectors`:
+    /// the same points and graph, read without serde and searched alike.
+    pub stored_vectors: Option<crate::hnsw::StoredVectors>,
     /// Dequantised vectors by chunk id (empty without vectors; in the
     /// browser, empty for a chunk whose partition is not loaded).
     pub chunk_vectors: Vec<Vec<f32>>,
@@ -158,6 +161,7 @@ impl Corpus {
         Corpus {
             data,
             vectors,
+            stored_vectors: None,
             chunk_vectors,
             partitioned,
             lexical,

@@ -175,16 +175,17 @@ impl<'a> Dense<'a> {
             hits.truncate(k);
             return Ok(hits);
         }
-        let Some(v) = &self.corpus.vectors else {
-            return Ok(Vec::new());
-        };
         let wide = if self.hubness.is_some() {
             k.saturating_mul(HUBNESS_OVERSAMPLE)
         } else {
             k
         };
-        let mut hits: Vec<(u32, f32)> = v
-            .search(q, wide, self.exact_below)?
+        let found = match (&self.corpus.vectors, &self.corpus.stored_vectors) {
+            (Some(v), _) => v.search(q, wide, self.exact_below)?,
+            (None, Some(v)) => v.search(q, wide, self.exact_below)?,
+            (None, None) => return Ok(Vec::new()),
+        };
+        let mut hits: Vec<(u32, f32)> = found
             .into_iter()
             .map(|h| (h.chunk, self.corrected(h.chunk, h.distance)))
             .collect();

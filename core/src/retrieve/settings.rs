@@ -158,6 +158,40 @@ impl RetrievalSettings {
     }
 }
 
+// How the binary web manifest's reader decodes them (`crate::wire`).
+crate::wire::wire_enum!(Fusion { Score, Rrf });
+crate::wire::wire_struct!(RetrievalSettings {
+    k,
+    candidate_k,
+    bm25_k,
+    exact_search_below,
+    fusion,
+    rrf_k,
+    lexical_metadata_weight,
+    entity_target_weight,
+    bm25_weight,
+    primary_score_relative_floor,
+    primary_score_gap_threshold,
+    primary_score_absolute_floor,
+    primary_min,
+    primary_same_symbol_cap,
+    primary_same_file_cap,
+    dominant_file_ratio,
+    expansion_api_usage,
+    expansion_minimal,
+    expansion_balanced,
+    expansion_broad,
+    supplementary_k,
+    max_symbol_injections,
+    filter_test_build_noise,
+    dense_feedback_docs,
+    dense_feedback_weight,
+    expand_acronyms,
+    ivf_probe,
+    ivf_refine,
+    hubness_weight
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,14 +8,14 @@
 //! string column goes through it (found by `cargo xtask fuzz`: without it
 //! a shard could decode to the square of its size).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::CoreError;
 
 /// A string column stored as differences from a predicted string: per row,
 /// how many bytes to cut from the end of the prediction and what to append.
 /// A correct prediction costs `(0, "")`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct DiffColumn {
     pub(crate) cut: Vec<u32>,
     pub(crate) append: Vec<String>,
@@ -127,7 +127,7 @@ impl Budget {
 /// An optional string column against an optional prediction: per row a tag
 /// (0: as predicted, 1: none, 2: a string, stored as a difference from the
 /// prediction or from "").
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct OptDiffColumn {
     pub(crate) tag: Vec<u8>,
     pub(crate) values: DiffColumn,
@@ -187,7 +187,7 @@ const MAX_UP: usize = 64;
 /// stored apart, each as a step from the one before. On a 44k-chunk
 /// codebase: 20.9 KB deflated as steps from the entity before's parent,
 /// 10.9 KB this way.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ParentColumn {
     /// Per entity: 0 for no parent, 1 for a parent in `far`, `k + 2` for
     /// the `k`-th ancestor of the entity before (the 0th is itself).
@@ -300,6 +300,11 @@ pub(crate) fn unopt_step(reference: u32, v: u64, what: &str) -> Result<Option<u3
         v => unstep(reference, v - 1, what).map(Some),
     }
 }
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_struct!(DiffColumn { cut, append });
+crate::wire::wire_struct!(OptDiffColumn { tag, values });
+crate::wire::wire_struct!(ParentColumn { up, far });
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@
 //! finds them as before, and the checks of that list (runs in order, every
 //! entity covered) apply to them unchanged.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::CoreError;
 
@@ -24,7 +24,7 @@ use super::{ShardInfo, ShardKind};
 /// Runs of one kind of shard, in order: run `i` covers the `counts[i]`
 /// terms (entities, chunks) after those of the runs before it. The text
 /// directory ([`super::TextDirectory`]) lists its shards the same way.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Runs {
     hashes: Vec<ShardHash>,
     bytes: Vec<u64>,
@@ -85,7 +85,7 @@ impl Runs {
 }
 
 /// The postings and edge shards, as the search shard lists them.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShardDirectory {
     /// Postings shards: runs of term ids.
     postings: Runs,
@@ -154,6 +154,18 @@ impl ShardDirectory {
         Ok(out)
     }
 }
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_struct!(Runs {
+    hashes,
+    bytes,
+    counts
+});
+crate::wire::wire_struct!(ShardDirectory {
+    postings,
+    first_terms,
+    edges
+});
 
 #[cfg(test)]
 mod tests {

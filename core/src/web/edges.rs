@@ -24,7 +24,7 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::CoreError;
 use crate::model::{Edge, EdgeKind, Entity, EntityKind};
@@ -35,7 +35,7 @@ use super::{ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
 
 /// The search shard's part of the graph: whether implied edges are left
 /// out, and the entities whose implied edge the graph lacks.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct EdgeColumns {
     /// Whether the implied edges are left out (the graph was sorted).
     implied: bool,
@@ -46,7 +46,7 @@ pub struct EdgeColumns {
 
 /// The explicit edges that start or end in a range of entities, sorted
 /// (in the graph's own order when it was stored whole).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct EdgeShard {
     /// First and last entity of the range.
     range: [u32; 2],
@@ -308,6 +308,15 @@ impl WebIndex {
         Ok(())
     }
 }
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_struct!(EdgeColumns { implied, missing });
+crate::wire::wire_struct!(EdgeShard {
+    range,
+    from,
+    to,
+    kind
+});
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@
 //! manifest's hash (it is the file that lists the others), so it carries
 //! its own: a truncated or damaged copy is refused with a typed error.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::shard::{decode_payload, open_envelope, shard_hash, wrap_envelope, SHARD_HASH_BYTES};
 use super::{ModelFile, ShardInfo, WebManifest, WEB_FORMAT_VERSION};
@@ -33,7 +33,7 @@ pub const WEB_MANIFEST_BIN: &str = "codegloss.bin";
 const MANIFEST_TAG: u8 = 0xFF;
 
 /// [`WebManifest`], field for field.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct Record {
     format: String,
     format_version: u32,
@@ -48,7 +48,7 @@ struct Record {
 }
 
 /// [`EmbeddingInfo`], with its spec as a field.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct EmbeddingRecord {
     spec: EmbeddingSpec,
     quantization: Quantization,
@@ -152,6 +152,28 @@ impl WebManifest {
         })
     }
 }
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_struct!(Record {
+    format,
+    format_version,
+    tool_version,
+    build_id,
+    config_hash,
+    counts,
+    embedding,
+    model_files,
+    shards,
+    retrieval
+});
+crate::wire::wire_struct!(EmbeddingRecord {
+    spec,
+    quantization,
+    vectors,
+    hnsw,
+    hnsw_recall_at_10,
+    hnsw_recall_queries
+});
 
 #[cfg(test)]
 mod tests {

@@ -40,7 +40,6 @@ use crate::lexical::{length_of_code, LexicalIndex};
 use crate::model::{Chunk, CodeFrame, Entity};
 use crate::retrieve::graph::Graph;
 use crate::retrieve::Corpus;
-use crate::vectors::VectorIndex;
 
 mod build;
 mod columns;
@@ -59,7 +58,9 @@ pub use manifest_bin::WEB_MANIFEST_BIN;
 pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
 use shard::decode_shard;
-pub use shard::{open_shard, shard_hash, shard_hash_hex, ShardHash, SHARD_HASH_BYTES};
+pub use shard::{
+    open_shard, shard_hash, shard_hash_hex, wire_reads_as_written, ShardHash, SHARD_HASH_BYTES,
+};
 pub use tables::Tables;
 pub use textdir::{text_directory_shard, TextDirectory};
 pub use vectors::{PartitionShard, Points, VectorDirectory};
@@ -134,7 +135,8 @@ pub const EDGE_ENDS_PER_SHARD: usize = 1_024;
 pub enum ShardKind {
     /// [`SearchShard`].
     Search,
-    /// A [`VectorIndex`] data file.
+    /// A [`crate::vectors::VectorIndex`] data file, read in the browser as
+    /// [`crate::hnsw::StoredVectors`].
     Vectors,
     /// [`TextShard`].
     Text,
@@ -340,7 +342,7 @@ impl WebManifest {
 }
 
 /// Everything retrieval needs, without chunk code or gloss text.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct SearchShard {
     /// Files, entities, chunks, edges and text features, column by column.
     pub tables: Tables,
@@ -357,7 +359,7 @@ pub struct SearchShard {
 
 /// The text of a run of chunks: everything retrieval does not rank from
 /// (code, glosses, comments, signatures), moved out of the search shard.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct TextShard {
     /// The chunks of the run.
     pub chunks: Vec<ChunkText>,
@@ -366,7 +368,7 @@ pub struct TextShard {
 }
 
 /// The display-only fields of a chunk.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct ChunkText {
     /// Chunk id.
     pub id: u32,
@@ -427,7 +429,7 @@ impl ChunkText {
 }
 
 /// The display-only fields of an entity.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct EntityText {
     /// Entity id.
     pub id: u32,
@@ -602,7 +604,7 @@ impl WebIndex {
                 message: format!("{WEB_MANIFEST}: the index has no vectors"),
             })?
             .clone();
-        let v = VectorIndex::decode(&open_shard(&info, bytes)?)?;
+        let v = crate::hnsw::StoredVectors::decode(&open_shard(&info, bytes)?)?;
         if v.len() != self.corpus.data.chunks.len() {
             return Err(CoreError::Inconsistent {
                 file: info.name,
@@ -615,10 +617,10 @@ impl WebIndex {
         }
         self.corpus.chunk_vectors = v.all_vectors();
         self.corpus.partitioned = Some(crate::retrieve::PartitionedVectors::complete(
-            v.ivf.clone(),
-            v.hnsw.seed,
+            v.ivf().clone(),
+            v.hnsw_params().seed,
         ));
-        self.corpus.vectors = Some(v);
+        self.corpus.stored_vectors = Some(v);
         Ok(())
     }
 
@@ -675,6 +677,69 @@ impl WebIndex {
 
     /// Whether vectors are loaded (all of them, or their directory).
     pub fn has_vectors(&self) -> bool {
-        self.corpus.vectors.is_some() || self.corpus.partitioned.is_some()
+        self.corpus.vectors.is_some()
+            || self.corpus.stored_vectors.is_some()
+            || self.corpus.partitioned.is_some()
     }
 }
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_enum!(ShardKind {
+    Search,
+    Vectors,
+    Text,
+    Edges,
+    Postings,
+    VectorDirectory,
+    Partition,
+    Block,
+    Qualified,
+    TextDirectory
+});
+crate::wire::wire_struct!(ShardInfo {
+    kind,
+    name,
+    bytes,
+    sha256,
+    chunks,
+    terms,
+    first_term,
+    entities
+});
+crate::wire::wire_struct!(ModelFile {
+    role,
+    name,
+    bytes,
+    sha256
+});
+crate::wire::wire_struct!(SearchShard {
+    tables,
+    weights,
+    doc_len,
+    directory
+});
+crate::wire::wire_struct!(TextShard { chunks, entities });
+crate::wire::wire_struct!(ChunkText {
+    id,
+    code,
+    frame,
+    leading_comment,
+    parameters,
+    return_type,
+    section_path,
+    file_name,
+    module,
+    start_line,
+    end_line
+});
+crate::wire::wire_struct!(EntityText {
+    id,
+    gloss,
+    doc_comment,
+    signature,
+    params,
+    template_params,
+    bases,
+    return_type,
+    span
+});

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::shard::decode_shard;
 use super::{columns, QualifiedShard, ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
@@ -19,7 +19,7 @@ use crate::error::CoreError;
 /// the terms front-coded, each list's length, then every chunk id as a gap
 /// from the one before it in its list, then every weighted term frequency
 /// (gaps and frequencies apart compress better than interleaved).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct PostingsShard {
     /// First term id.
     pub first: u32,
@@ -197,3 +197,12 @@ impl WebIndex {
         Ok(())
     }
 }
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_struct!(PostingsShard {
+    first,
+    terms,
+    lengths,
+    gaps,
+    tfs
+});

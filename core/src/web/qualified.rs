@@ -8,7 +8,7 @@
 //! of a large codebase's search shard): a browser fetches it on the first
 //! such question instead of before every first result.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::CoreError;
 use crate::retrieve::features::TextFeatures;
@@ -16,7 +16,7 @@ use crate::retrieve::features::TextFeatures;
 use super::columns::{Budget, DiffColumn};
 
 /// What the qualified-names shard holds.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct QualifiedShard {
     /// Distinct qualified names, sorted, each as a difference from the one
     /// before.
@@ -69,6 +69,9 @@ impl QualifiedShard {
         Ok((names, lists))
     }
 }
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_struct!(QualifiedShard { names, gaps });
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@
 //! bytes, never correctness, so the indexer may change how it names things
 //! without touching this file.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::CoreError;
 use crate::model::{
@@ -33,7 +33,7 @@ use super::edges::EdgeColumns;
 /// directives (nothing in the browser reads them: the manifest's build id
 /// identifies the index, and retrieval follows a file's includes through
 /// the graph's include edges).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileColumns {
     path: DiffColumn,
     language: Vec<Language>,
@@ -45,7 +45,7 @@ pub struct FileColumns {
 }
 
 /// Entities without their display fields (those travel in text shards).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct EntityColumns {
     kind: Vec<EntityKind>,
     name: DiffColumn,
@@ -62,7 +62,7 @@ pub struct EntityColumns {
 }
 
 /// Chunks without their display fields (those travel in text shards).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChunkColumns {
     entity: Vec<u64>,
     part: Vec<u16>,
@@ -84,7 +84,7 @@ pub struct ChunkColumns {
 /// their own shard ([`super::QualifiedShard`]), and the token estimates not
 /// at all (only `context_tokens`, a native report, reads them: on a 44k-chunk
 /// codebase they were 55 KB of the search shard).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeatureColumns {
     /// Bit 0: trivial declaration; bit 1: has a gloss; bit 2: documented;
     /// bit 3: substantial.
@@ -92,7 +92,7 @@ pub struct FeatureColumns {
 }
 
 /// The search shard's tables, column by column.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tables {
     files: FileColumns,
     entities: EntityColumns,
@@ -573,6 +573,54 @@ fn same_len(lengths: &[usize], n: usize, what: &str) -> Result<(), CoreError> {
     }
     Ok(())
 }
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_struct!(FileColumns {
+    path,
+    language,
+    source_type,
+    scope,
+    module,
+    bytes,
+    lines
+});
+crate::wire::wire_struct!(EntityColumns {
+    kind,
+    name,
+    qualified_name,
+    parent,
+    parent_symbol,
+    class_name,
+    file,
+    is_definition,
+    section_path,
+    module,
+    gloss_source,
+    gloss_model
+});
+crate::wire::wire_struct!(ChunkColumns {
+    entity,
+    part,
+    parts,
+    path,
+    base_name,
+    source_type,
+    scope,
+    language,
+    entity_type,
+    chunk_type,
+    symbol_name,
+    parent_symbol,
+    class_name
+});
+crate::wire::wire_struct!(FeatureColumns { flags });
+crate::wire::wire_struct!(Tables {
+    files,
+    entities,
+    chunks,
+    edges,
+    features
+});
 
 #[cfg(test)]
 mod tests {

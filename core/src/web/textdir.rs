@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::CoreError;
 
@@ -21,7 +21,7 @@ use super::{ShardInfo, ShardKind, TextShard, WebIndex};
 
 /// The text shards, in chunk order: shard `i` covers the chunks that
 /// follow those of the shards before it, as many as its run says.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct TextDirectory {
     /// Each shard's hash, size and number of chunks.
     runs: Runs,
@@ -166,6 +166,9 @@ impl WebIndex {
         Ok(())
     }
 }
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_struct!(TextDirectory { runs });
 
 #[cfg(test)]
 mod tests {

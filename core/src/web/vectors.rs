@@ -12,7 +12,7 @@
 //! SHA-256), so the manifest does not grow with the corpus and every shard
 //! is still checked against a hash listed by a checked shard.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::shard::{decode_shard, encode_shard, shard, ShardHash, SHARD_HASH_BYTES};
 use super::{ShardInfo, ShardKind, WebIndex, WEB_MANIFEST};
@@ -26,7 +26,7 @@ use instant_distance::{HnswMap, Point};
 use crate::vectors::{FVec, QVec, VectorIndex, VectorStore};
 
 /// The vector directory shard.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct VectorDirectory {
     /// The model that made the vectors.
     pub spec: EmbeddingSpec,
@@ -54,7 +54,7 @@ fn listed(kind: ShardKind, sizes: &[u64], hashes: &[ShardHash]) -> Vec<ShardInfo
 
 /// One partition: its chunks (ascending), their product codes, and the
 /// refine blocks that hold their int8 vectors.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct PartitionShard {
     /// Partition id.
     pub partition: u32,
@@ -70,7 +70,7 @@ pub struct PartitionShard {
 }
 
 /// The int8 (or `f32`) vectors of one run of a partition's chunks.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct BlockShard {
     /// Partition id.
     pub partition: u32,
@@ -156,7 +156,7 @@ pub(super) fn partitioned(v: &VectorIndex) -> Result<Partitioned, CoreError> {
 }
 
 /// Points as stored, without a graph (a run of chunks' vectors).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Clone, Debug, PartialEq)]
 pub enum Points {
     /// int8 points.
     Int8(Vec<QVec>),
@@ -234,7 +234,7 @@ fn points(v: &VectorIndex) -> Points {
 }
 
 /// A listed shard's value, or a typed error saying what is not listed.
-fn decode_listed<T: serde::de::DeserializeOwned>(
+fn decode_listed<T: crate::wire::Wire>(
     info: Option<&ShardInfo>,
     unlisted: impl FnOnce() -> String,
     bytes: &[u8],
@@ -420,5 +420,41 @@ impl WebIndex {
         }
         pv.blocks_loaded[b] = true;
         Ok(())
+    }
+}
+
+// How the browser reads these types without serde (`crate::wire`).
+crate::wire::wire_struct!(VectorDirectory {
+    spec,
+    quantization,
+    ivf,
+    pq,
+    sizes,
+    hashes
+});
+crate::wire::wire_struct!(PartitionShard {
+    partition,
+    chunks,
+    codes,
+    block_sizes,
+    block_hashes
+});
+crate::wire::wire_struct!(BlockShard {
+    partition,
+    run,
+    chunks,
+    points
+});
+
+impl crate::wire::Wire for Points {
+    fn read(r: &mut crate::wire::Reader<'_>) -> Self {
+        match r.variant() {
+            0 => Points::Int8(crate::wire::Wire::read(r)),
+            1 => Points::F32(crate::wire::Wire::read(r)),
+            v => {
+                r.fail(format!("unknown variant {v} of Points"));
+                Points::Int8(Vec::new())
+            }
+        }
     }
 }
