@@ -31,8 +31,8 @@ use crate::error::CoreError;
 use crate::format::{data_file_payload, DataKind};
 use crate::ivf::Ivf;
 use crate::vectors::{
-    check_query_dimension, dot_i8, squared_l2, squared_l2_q, top_k, FVec, HnswParams, QVec,
-    VectorHit,
+    check_points, check_query_dimension, squared_l2, squared_l2_q, top_k, FVec, HnswParams,
+    PointsOf, QVec, VectorHit,
 };
 use crate::wire::{Reader, Wire, WireError};
 
@@ -340,71 +340,28 @@ impl StoredVectors {
                 file: file.into(),
                 message: e.to_string(),
             })?;
-        let bad = |message: String| CoreError::Inconsistent {
-            file: file.into(),
-            message,
-        };
         let n = stored.keys.len();
         let dim = stored.spec.dimension as usize;
-        let (values, lens): (&[u32], Vec<(usize, bool)>) = match &stored.store {
+        let (kind, points) = match &stored.store {
             StoredStore::Int8(m) => (
-                &m.values,
-                m.hnsw
-                    .points
-                    .iter()
-                    .map(|p| {
-                        let sq = p.scale.is_finite() && p.sq == dot_i8(&p.data, &p.data);
-                        (p.data.len(), sq)
-                    })
-                    .collect(),
+                Quantization::Int8,
+                PointsOf::Int8(m.hnsw.points.iter().collect(), &m.values),
             ),
             StoredStore::F32(m) => (
-                &m.values,
-                m.hnsw
-                    .points
-                    .iter()
-                    .map(|p| (p.0.len(), p.0.iter().all(|x| x.is_finite())))
-                    .collect(),
+                Quantization::F32,
+                PointsOf::F32(m.hnsw.points.iter().collect(), &m.values),
             ),
         };
-        let kind = match stored.store {
-            StoredStore::Int8(_) => Quantization::Int8,
-            StoredStore::F32(_) => Quantization::F32,
-        };
-        if kind != stored.quantization {
-            return Err(bad(format!(
-                "quantization is recorded as {} but the points are {}",
-                stored.quantization.as_str(),
-                kind.as_str()
-            )));
-        }
-        if values.len() != n || lens.len() != n {
-            return Err(bad(format!(
-                "{n} keys but {} points and {} values",
-                lens.len(),
-                values.len()
-            )));
-        }
-        if let Some(i) = lens.iter().position(|&(len, ok)| len != dim || !ok) {
-            return Err(bad(format!(
-                "point {i} has length {} or non-finite values (dimension {dim})",
-                lens[i].0
-            )));
-        }
-        let mut seen = vec![false; n];
-        for (pos, &chunk) in values.iter().enumerate() {
-            match seen.get_mut(chunk as usize) {
-                None => return Err(bad(format!("point {pos} names chunk {chunk} of {n}"))),
-                Some(true) => return Err(bad(format!("chunk {chunk} has two vectors"))),
-                Some(slot) => *slot = true,
-            }
-        }
+        check_points(stored.quantization, kind, n, dim, &points)?;
         stored.ivf.check(n, dim).map_err(|e| e.in_file(file))?;
         match &stored.store {
             StoredStore::Int8(m) => m.hnsw.check(),
             StoredStore::F32(m) => m.hnsw.check(),
         }
-        .map_err(|e| bad(format!("HNSW graph: {e}")))?;
+        .map_err(|e| CoreError::Inconsistent {
+            file: file.into(),
+            message: format!("HNSW graph: {e}"),
+        })?;
         Ok(StoredVectors {
             spec: stored.spec,
             hnsw: stored.hnsw,

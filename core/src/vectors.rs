@@ -204,71 +204,23 @@ impl VectorIndex {
     }
 
     fn check(&mut self) -> Result<(), CoreError> {
-        let bad = |message: String| CoreError::Inconsistent {
-            file: DataKind::Vectors.file_name().into(),
-            message,
-        };
-        let n = self.keys.len();
-        let dim = self.spec.dimension as usize;
-        let (values, lens): (&[u32], Vec<(usize, bool)>) = match &self.store {
+        let (stored, points) = match &self.store {
             VectorStore::Int8(m) => (
-                &m.values,
-                m.iter()
-                    .map(|(_, p)| {
-                        (
-                            p.data.len(),
-                            p.scale.is_finite() && p.sq == dot_i8(&p.data, &p.data),
-                        )
-                    })
-                    .collect(),
+                Quantization::Int8,
+                PointsOf::Int8(m.iter().map(|(_, p)| p).collect(), &m.values),
             ),
             VectorStore::F32(m) => (
-                &m.values,
-                m.iter()
-                    .map(|(_, p)| (p.0.len(), p.0.iter().all(|x| x.is_finite())))
-                    .collect(),
+                Quantization::F32,
+                PointsOf::F32(m.iter().map(|(_, p)| p).collect(), &m.values),
             ),
         };
-        let stored = match self.store {
-            VectorStore::Int8(_) => Quantization::Int8,
-            VectorStore::F32(_) => Quantization::F32,
-        };
-        if stored != self.quantization {
-            return Err(bad(format!(
-                "quantization is recorded as {} but the points are {}",
-                self.quantization.as_str(),
-                stored.as_str()
-            )));
-        }
-        if values.len() != n || lens.len() != n {
-            return Err(bad(format!(
-                "{} keys but {} points and {} values",
-                n,
-                lens.len(),
-                values.len()
-            )));
-        }
-        if let Some((i, _)) = lens
-            .iter()
-            .enumerate()
-            .find(|(_, (len, ok))| *len != dim || !ok)
-        {
-            return Err(bad(format!(
-                "point {i} has length {} or non-finite values (dimension {dim})",
-                lens[i].0
-            )));
-        }
-        let mut row = vec![u32::MAX; n];
-        for (pos, &chunk) in values.iter().enumerate() {
-            let slot = row
-                .get_mut(chunk as usize)
-                .ok_or_else(|| bad(format!("point {pos} names chunk {chunk} of {n}")))?;
-            if *slot != u32::MAX {
-                return Err(bad(format!("chunk {chunk} has two vectors")));
-            }
-            *slot = pos as u32;
-        }
-        self.row_of_chunk = row;
+        self.row_of_chunk = check_points(
+            self.quantization,
+            stored,
+            self.keys.len(),
+            self.spec.dimension as usize,
+            &points,
+        )?;
         Ok(())
     }
 
@@ -429,6 +381,80 @@ impl VectorIndex {
         }
         Ok(total / queries.len() as f64)
     }
+}
+
+/// The points of a vectors file in graph order, with each one's chunk.
+pub(crate) enum PointsOf<'a> {
+    /// int8 points.
+    Int8(Vec<&'a QVec>, &'a [u32]),
+    /// `f32` points.
+    F32(Vec<&'a FVec>, &'a [u32]),
+}
+
+/// The checks of a vectors file's points (natively and in the browser):
+/// the quantization recorded is the one stored, there are as many points
+/// and chunks as keys, every point has the dimension and finite values
+/// (an int8 one its own squared norm), and every chunk has one point.
+/// Returns each chunk's row.
+pub(crate) fn check_points(
+    recorded: Quantization,
+    stored: Quantization,
+    n: usize,
+    dim: usize,
+    points: &PointsOf<'_>,
+) -> Result<Vec<u32>, CoreError> {
+    let bad = |message: String| CoreError::Inconsistent {
+        file: DataKind::Vectors.file_name().into(),
+        message,
+    };
+    let (values, lens): (&[u32], Vec<(usize, bool)>) = match points {
+        PointsOf::Int8(ps, values) => (
+            values,
+            ps.iter()
+                .map(|p| {
+                    let ok = p.scale.is_finite() && p.sq == dot_i8(&p.data, &p.data);
+                    (p.data.len(), ok)
+                })
+                .collect(),
+        ),
+        PointsOf::F32(ps, values) => (
+            values,
+            ps.iter()
+                .map(|p| (p.0.len(), p.0.iter().all(|x| x.is_finite())))
+                .collect(),
+        ),
+    };
+    if stored != recorded {
+        return Err(bad(format!(
+            "quantization is recorded as {} but the points are {}",
+            recorded.as_str(),
+            stored.as_str()
+        )));
+    }
+    if values.len() != n || lens.len() != n {
+        return Err(bad(format!(
+            "{n} keys but {} points and {} values",
+            lens.len(),
+            values.len()
+        )));
+    }
+    if let Some(i) = lens.iter().position(|&(len, ok)| len != dim || !ok) {
+        return Err(bad(format!(
+            "point {i} has length {} or non-finite values (dimension {dim})",
+            lens[i].0
+        )));
+    }
+    let mut row = vec![u32::MAX; n];
+    for (pos, &chunk) in values.iter().enumerate() {
+        let slot = row
+            .get_mut(chunk as usize)
+            .ok_or_else(|| bad(format!("point {pos} names chunk {chunk} of {n}")))?;
+        if *slot != u32::MAX {
+            return Err(bad(format!("chunk {chunk} has two vectors")));
+        }
+        *slot = pos as u32;
+    }
+    Ok(row)
 }
 
 /// A query vector of another dimension than the index's is a model
