@@ -12,8 +12,10 @@
 //!
 //! Like [`crate::bounded`], it never allocates for a length the input does
 //! not hold: a sequence or map may announce at most as many elements as
-//! bytes are left, since every element takes at least one byte, so what it
-//! reserves is bounded by the input (checked by `cargo xtask fuzz`).
+//! bytes are left, since every element takes at least one byte, and a
+//! sequence reserves ahead at most as much memory as bytes are left, so
+//! what decoding allocates is bounded by the input (checked by `cargo xtask
+//! fuzz`).
 //!
 //! Encoding (bincode 2, `config::standard()`): `u8`, `i8` and `bool` are one
 //! byte; other integers are varints (below 251 one byte, else a tag 251,
@@ -70,6 +72,11 @@ impl<'a> Reader<'a> {
             Some(e) => Err(e),
             None => Ok(value),
         }
+    }
+
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
     }
 
     /// Whether a read has failed.
@@ -249,7 +256,11 @@ impl Wire for String {
 impl<T: Wire> Wire for Vec<T> {
     fn read(r: &mut Reader<'_>) -> Self {
         let n = r.seq_len();
-        let mut out = Vec::with_capacity(n);
+        // Reserve ahead at most the bytes left (a large element, such as a
+        // graph node, takes more memory than its smallest encoding); the
+        // rest grows as elements arrive.
+        let size = std::mem::size_of::<T>().max(1);
+        let mut out = Vec::with_capacity(n.min(r.remaining() / size + 1));
         for _ in 0..n {
             if r.failed() {
                 break;
