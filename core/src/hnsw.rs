@@ -8,8 +8,8 @@
 //!   walks it (a neighbour id past its layer would panic inside it);
 //! - in the browser, the search module reads the single vectors shard into
 //!   [`StoredVectors`] by hand ([`crate::wire`]), without serde or
-//!   instant-distance's decoder, and searches it here: that took about 28
-//!   KB gzipped off the module (measured with the decoder stubbed out).
+//!   instant-distance's decoder, and searches it here: the module went from
+//!   216,816 to 193,321 bytes gzipped (`gzip -9`) with it.
 //!
 //! The search is instant-distance 0.6's algorithm, step for step: start at
 //! point 0 in the top layer; on each upper layer a greedy search with

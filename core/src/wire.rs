@@ -5,7 +5,9 @@
 //! result: decoding the shards through serde's visitors and bincode's serde
 //! deserializer was about a fifth of that module (measured with `twiggy`:
 //! about 146 KB of 946 KB of named code). This reader is straight-line code
-//! per type instead. The shards are still *written* by bincode through serde
+//! per type instead: with it the module went from 228,210 to 216,816 bytes
+//! gzipped (`gzip -9`), and to 193,321 once the single vectors shard was
+//! read here too ([`crate::hnsw`]). The shards are still *written* by bincode through serde
 //! (natively, where size does not matter), so the bytes on the wire do not
 //! change; the web tests decode every shard kind of the fixture site here and
 //! re-encode it with bincode to the same bytes.
