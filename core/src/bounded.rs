@@ -1,7 +1,7 @@
 //! bincode decoding that never allocates for a length the input does not
-//! hold: the one serde decode path, of every native data file and graph
-//! (the web's single vectors shard is such a file). The other web shards
-//! and the binary manifest are read without serde, by [`crate::wire`].
+//! hold: the one serde decode path, of every native data file. The web
+//! shards (the single vectors shard included) and the binary manifest are
+//! read without serde, by [`crate::wire`].
 //!
 //! It exists because bincode decodes a `String` by allocating the length
 //! its prefix announces and only then reading that many bytes: a 79-byte

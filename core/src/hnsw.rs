@@ -3,9 +3,10 @@
 //! what instant-distance's `Hnsw::search` does.
 //!
 //! It exists for two readers that cannot use instant-distance's own types:
-//! - natively, [`crate::vectors::VectorIndex::decode`] reads the graph a
-//!   second time through [`StoredIndex`] to check it before instant-distance
-//!   walks it (a neighbour id past its layer would panic inside it);
+//! - natively, [`crate::vectors::VectorIndex::decode`] reads the file a
+//!   second time through [`StoredIndex`] (by hand, [`crate::wire`]) to
+//!   check the graph before instant-distance walks it (a neighbour id past
+//!   its layer would panic inside it);
 //! - in the browser, the search module reads the single vectors shard into
 //!   [`StoredVectors`] by hand ([`crate::wire`]), without serde or
 //!   instant-distance's decoder, and searches it here: the module went from
@@ -24,7 +25,6 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 use instant_distance::Point;
-use serde::Deserialize;
 
 use crate::embed::{EmbeddingSpec, Quantization};
 use crate::error::CoreError;
@@ -41,7 +41,6 @@ const M: usize = 32;
 
 /// [`crate::vectors::VectorIndex`]'s serialised layout, the HNSW graph's
 /// private fields included.
-#[derive(Deserialize)]
 pub(crate) struct StoredIndex {
     spec: EmbeddingSpec,
     quantization: Quantization,
@@ -52,7 +51,6 @@ pub(crate) struct StoredIndex {
 }
 
 /// [`crate::vectors::VectorStore`]'s layout (same variants, same order).
-#[derive(Deserialize)]
 pub(crate) enum StoredStore {
     /// int8 points.
     Int8(StoredMap<QVec>),
@@ -61,7 +59,6 @@ pub(crate) enum StoredStore {
 }
 
 /// `instant_distance::HnswMap`'s layout: the graph and each point's chunk.
-#[derive(Deserialize)]
 pub(crate) struct StoredMap<P> {
     pub(crate) hnsw: StoredGraph<P>,
     values: Vec<u32>,
@@ -70,7 +67,6 @@ pub(crate) struct StoredMap<P> {
 /// `instant_distance::Hnsw`'s layout: the points, the zero layer (one node
 /// of `2 * M` neighbour ids per point) and the upper layers (`M` ids per
 /// node), the lowest first; `u32::MAX` ends a node's list.
-#[derive(Deserialize)]
 pub(crate) struct StoredGraph<P> {
     ef_search: usize,
     points: Vec<P>,
@@ -80,31 +76,6 @@ pub(crate) struct StoredGraph<P> {
 
 /// One node's neighbour ids (a fixed-size tuple of `PointId(u32)`).
 pub(crate) struct Links<const N: usize>([u32; N]);
-
-impl<'de, const N: usize> Deserialize<'de> for Links<N> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit<const N: usize>;
-        impl<'de, const N: usize> serde::de::Visitor<'de> for Visit<N> {
-            type Value = Links<N>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                write!(f, "{N} neighbour ids")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Links<N>, A::Error> {
-                let mut ids = [u32::MAX; N];
-                for (i, id) in ids.iter_mut().enumerate() {
-                    *id = seq
-                        .next_element()?
-                        .ok_or_else(|| serde::de::Error::invalid_length(i, &self))?;
-                }
-                Ok(Links(ids))
-            }
-        }
-        d.deserialize_tuple(N, Visit::<N>)
-    }
-}
 
 impl<const N: usize> Wire for Links<N> {
     fn read(r: &mut Reader<'_>) -> Self {

@@ -242,7 +242,7 @@ impl VectorIndex {
             file: DataKind::Vectors.file_name().into(),
             message,
         };
-        let (stored, _): (StoredIndex, usize) = crate::bounded::decode(&bytes[HEADER_LEN..])
+        let stored: StoredIndex = crate::wire::Reader::decode_all(&bytes[HEADER_LEN..])
             .map_err(|e| bad(format!("cannot read the HNSW graph: {e}")))?;
         match &stored.store {
             StoredStore::Int8(m) => m.hnsw.check(),
@@ -689,8 +689,8 @@ pub(crate) mod tests {
                 back.search_hnsw(&vectors(1, 16)[0], 5).unwrap().len(),
                 n.min(5)
             );
-            let (stored, _): (StoredIndex, usize) =
-                crate::bounded::decode(&bytes[HEADER_LEN..]).unwrap();
+            let stored: StoredIndex =
+                crate::wire::Reader::decode_all(&bytes[HEADER_LEN..]).unwrap();
             let StoredStore::Int8(m) = stored.store else {
                 continue;
             };
