@@ -208,8 +208,9 @@ pub struct ParseConfig {
     /// Macros replaced by a same-length-or-shorter C++ text (padded with
     /// spaces), for macros that stand for syntax, such as lambda captures.
     pub macro_replacements: BTreeMap<String, String>,
-    /// Also blank ALL_CAPS identifiers that stand directly before a
-    /// declaration and cause an ERROR node.
+    /// Also blank ALL_CAPS identifiers, and reserved ones (`__` and a
+    /// letter), that stand directly before a declaration and cause an
+    /// ERROR node.
     pub generic_caps_rule: bool,
 }
 

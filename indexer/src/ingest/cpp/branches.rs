@@ -9,9 +9,14 @@
 //! This pass reads the conditional groups of a file and, for a group near
 //! an ERROR node, keeps its first branch inline and blanks its directives
 //! and other branches (spaces, newlines kept, so byte offsets and line
-//! numbers stay exact). A rewrite is kept only when it lowers the number
-//! of ERROR nodes, so well-formed conditionals, and the entities in their
-//! other branches, stay as they are.
+//! numbers stay exact). A rewrite is kept only when it keeps more function
+//! bodies out of ERROR nodes, or as many with fewer ERROR nodes, so
+//! well-formed conditionals, and the entities in their other branches,
+//! stay as they are, and no branch is chosen for holding less code.
+//!
+//! Groups whose first branch starts with `else` are tried first, all at
+//! once: an `if` whose `else if` arms each sit in their own `#ifdef` (one
+//! per backend, say) parses only when every one of them is flattened.
 
 use tree_sitter::{Parser, Tree};
 
@@ -50,6 +55,22 @@ impl Group {
             }
         }
         out
+    }
+
+    /// Whether the first code of the first branch is the keyword `else`
+    /// (comments and blank lines skipped).
+    fn first_branch_starts_with_else(&self, text: &str) -> bool {
+        let end = self.alternatives.first().copied().unwrap_or(self.close.0);
+        let Some(branch) = text.get(self.open.1..end) else {
+            return false;
+        };
+        let code = branch
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or("").trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or("");
+        code.strip_prefix("else")
+            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
     }
 }
 
@@ -100,9 +121,43 @@ fn groups(text: &str) -> Vec<Group> {
     out
 }
 
+/// Function bodies outside ERROR nodes.
+fn sound_bodies(tree: &Tree) -> usize {
+    let (functions, in_error) = quality::function_error_counts(tree.root_node());
+    functions - in_error
+}
+
+/// Whether a rewrite with `new` (sound function bodies, ERROR nodes) is
+/// better than `old`: more sound bodies, or as many with fewer errors. So
+/// a branch is never kept for having less code in it: keeping an empty
+/// `#else` removes every error inside the `#if` along with its functions.
+fn better(new: (usize, usize), old: (usize, usize)) -> bool {
+    new.0 > old.0 || (new.0 == old.0 && new.1 < old.1)
+}
+
+/// `text` with `ranges` blanked, its tree and its (sound bodies, ERROR
+/// nodes), if that is [`better`] than `now`.
+fn rewrite(
+    parser: &mut Parser,
+    text: &str,
+    ranges: &[(usize, usize)],
+    now: (usize, usize),
+) -> Option<(String, Tree, (usize, usize))> {
+    let mut buf = text.as_bytes().to_vec();
+    for &r in ranges {
+        blank(&mut buf, r);
+    }
+    let candidate = String::from_utf8(buf).ok()?;
+    let tree = parser.parse(&candidate, None)?;
+    let score = (sound_bodies(&tree), quality::count_errors(tree.root_node()));
+    better(score, now).then_some((candidate, tree, score))
+}
+
 /// Keep the first branch of conditional groups near ERROR nodes, one at a
-/// time, while that lowers the number of ERROR nodes. Returns the text,
-/// its tree and how many groups were flattened.
+/// time, while that is [`better`]: more function bodies out of ERROR
+/// nodes, or as many with fewer ERROR nodes. Groups whose first branch
+/// starts with `else` are tried first, all together. Returns the text, its
+/// tree and how many rewrites were kept.
 pub(super) fn first_branch_pass(
     parser: &mut Parser,
     mut text: String,
@@ -110,8 +165,24 @@ pub(super) fn first_branch_pass(
 ) -> (String, Tree, u32) {
     let mut flattened = 0;
     let mut errors = quality::count_errors(tree.root_node());
+    let mut sound = sound_bodies(&tree);
     if errors == 0 {
         return (text, tree, 0);
+    }
+    // Groups whose first branch starts with `else` continue an `if` that
+    // began before them (`}` `#ifdef X` `else if (…) {…}` `#endif` `else
+    // {…}`): no one of them parses alone, so they are tried together.
+    let dangling: Vec<Vec<(usize, usize)>> = groups(&text)
+        .into_iter()
+        .filter(|g| g.first_branch_starts_with_else(&text))
+        .filter_map(|g| g.keeping(&text).into_iter().next())
+        .collect();
+    if !dangling.is_empty() {
+        let ranges: Vec<(usize, usize)> = dangling.into_iter().flatten().collect();
+        if let Some(better) = rewrite(parser, &text, &ranges, (sound, errors)) {
+            (text, tree, (sound, errors)) = better;
+            flattened += 1;
+        }
     }
     let mut tried = 0;
     let mut skip: Vec<(usize, usize)> = Vec::new();
@@ -127,22 +198,10 @@ pub(super) fn first_branch_pass(
         skip.push(group.span());
         for ranges in group.keeping(&text) {
             tried += 1;
-            let mut buf = text.clone().into_bytes();
-            for r in ranges {
-                blank(&mut buf, r);
-            }
-            let Ok(candidate_text) = String::from_utf8(buf) else {
-                continue;
-            };
-            if let Some(new_tree) = parser.parse(&candidate_text, None) {
-                let n = quality::count_errors(new_tree.root_node());
-                if n < errors {
-                    errors = n;
-                    text = candidate_text;
-                    tree = new_tree;
-                    flattened += 1;
-                    break;
-                }
+            if let Some(better) = rewrite(parser, &text, &ranges, (sound, errors)) {
+                (text, tree, (sound, errors)) = better;
+                flattened += 1;
+                break;
             }
         }
     }
@@ -211,6 +270,34 @@ mod tests {
         assert_eq!(text.lines().count(), src.lines().count());
         assert!(text.contains("template <class T = void, int N = 0>"));
         assert!(!text.contains("#else") && !text.contains("template <class T, int N>"));
+    }
+
+    #[test]
+    fn else_branches_split_across_conditionals_are_kept_together() {
+        // Each `#ifdef` continues the `if` before it; flattening one alone
+        // still leaves the other `else` dangling.
+        let src = "void run(int n) {\n  if (n == 0) {\n    a();\n  }\n#ifdef USE_X\n  else if (n == 1) {\n    x();\n  }\n#endif\n#ifdef USE_Y\n  else if (n == 2) {\n    y();\n  }\n#endif\n  else {\n    b();\n  }\n}\nint after() { return 1; }\n";
+        let (mut parser, tree) = parse(src);
+        assert!(quality::count_errors(tree.root_node()) > 0);
+        let (text, tree, n) = first_branch_pass(&mut parser, src.to_string(), tree);
+        assert_eq!(n, 1, "one rewrite, of both groups");
+        assert_eq!(quality::count_errors(tree.root_node()), 0, "{text}");
+        assert_eq!(text.len(), src.len());
+        assert!(text.contains("else if (n == 1)") && !text.contains("#ifdef"));
+        assert_eq!(quality::function_error_counts(tree.root_node()), (2, 0));
+    }
+
+    #[test]
+    fn an_empty_other_branch_is_not_kept_for_its_lack_of_errors() {
+        // Keeping the empty `#else` would remove the error, and both
+        // functions with it.
+        let src =
+            "#if VERSION >= 2\nint f() { return 1 ) ; }\nint g() { return 2; }\n#else\n#endif\n";
+        let (mut parser, tree) = parse(src);
+        assert!(quality::count_errors(tree.root_node()) > 0);
+        let (text, tree, _) = first_branch_pass(&mut parser, src.to_string(), tree);
+        assert!(text.contains("int g()"), "{text}");
+        assert_eq!(quality::function_error_counts(tree.root_node()).0, 2);
     }
 
     #[test]

@@ -152,6 +152,41 @@ pub fn neutralised_tree(
     cfg: &ParseConfig,
     repo: &RepoMacros,
 ) -> Result<(String, tree_sitter::Tree, u32), IndexError> {
+    let raw = parser.parse(src, None).ok_or(IndexError::NoSyntaxTree)?;
+    neutralised_or_raw(parser, src, &raw, cfg, repo)
+}
+
+/// [`neutralised_tree`], unless the text as written (`raw`, its tree)
+/// keeps more function bodies out of ERROR nodes: then the text as written
+/// and no rewrites. Neutralising a large file can tip tree-sitter's error
+/// recovery the wrong way (a rewrite near the top, and the whole file
+/// becomes one ERROR node), so no file parses worse than it would
+/// without it.
+fn neutralised_or_raw(
+    parser: &mut Parser,
+    src: &str,
+    raw: &tree_sitter::Tree,
+    cfg: &ParseConfig,
+    repo: &RepoMacros,
+) -> Result<(String, tree_sitter::Tree, u32), IndexError> {
+    let (text, tree, count) = rewritten_tree(parser, src, cfg, repo)?;
+    let sound = |t: &tree_sitter::Tree| {
+        let (functions, in_error) = function_error_counts(t.root_node());
+        functions - in_error
+    };
+    if sound(raw) > sound(&tree) {
+        return Ok((src.to_string(), raw.clone(), 0));
+    }
+    Ok((text, tree, count))
+}
+
+/// The rewrites of [`neutralised_tree`], whatever they do to the parse.
+fn rewritten_tree(
+    parser: &mut Parser,
+    src: &str,
+    cfg: &ParseConfig,
+    repo: &RepoMacros,
+) -> Result<(String, tree_sitter::Tree, u32), IndexError> {
     let n = macros::neutralise(src, &cfg.attribute_macros, &cfg.macro_replacements, repo);
     let (mut text, mut count) = (n.text, n.count);
     let mut tree = parser.parse(&text, None).ok_or(IndexError::NoSyntaxTree)?;
@@ -187,7 +222,7 @@ pub fn parse_cpp_with(
     let raw_tree = parser.parse(src, None).ok_or(IndexError::NoSyntaxTree)?;
     let (raw_functions, raw_in_error) = function_error_counts(raw_tree.root_node());
 
-    let (text, tree, count) = neutralised_tree(&mut parser, src, cfg, repo)?;
+    let (text, tree, count) = neutralised_or_raw(&mut parser, src, &raw_tree, cfg, repo)?;
     let root = tree.root_node();
     let (functions, in_error) = function_error_counts(root);
     let mut error_lines = Vec::new();
@@ -307,6 +342,20 @@ mod tests {
     }
 
     #[test]
+    fn generic_rule_fixes_a_reserved_attribute_macro_from_a_system_header() {
+        // `__ATTRS_x` comes from a compiler's header, defined nowhere in the
+        // repository.
+        let src = "struct V {\n  double v[4];\n  inline __ATTRS_x double &operator[](int i) { return v[i]; }\n  inline __ATTRS_x V &operator+=(const V &o) { return *this; }\n};\n";
+        let p = parse(src);
+        assert_eq!(
+            (p.stats.functions, p.stats.functions_in_error),
+            (2, 0),
+            "{:?}",
+            p.stats
+        );
+    }
+
+    #[test]
     fn macro_base_class_specialisation() {
         let src = "namespace ippl {\n#define BASE(F, B) FFTBase<F, B>\n/** cc */\ntemplate <typename CF>\nclass FFT<CCTransform, CF> : public BASE(CF, backend) {\n  void transform(int d, CF& f);\n};\n}\n";
         let p = parse(src);
@@ -389,6 +438,29 @@ mod tests {
                 ("vector".into(), true, 2)
             ]
         );
+    }
+
+    #[test]
+    fn a_rewrite_that_breaks_the_parse_gives_way_to_the_text_as_written() {
+        // A setting that suits some other file: blanking `struct` as if it
+        // were an attribute macro leaves a brace block where a declaration
+        // was, and both methods inside an ERROR node.
+        let cfg = ParseConfig {
+            attribute_macros: vec!["struct".to_string()],
+            ..ParseConfig::default()
+        };
+        let src = "struct A {\n  int f() { return 1; }\n  int g() { return 2; }\n};\n";
+        let mut parser = cpp_parser().unwrap();
+        let (rewritten, tree, _) =
+            rewritten_tree(&mut parser, src, &cfg, &RepoMacros::default()).unwrap();
+        assert!(!rewritten.contains("struct") && tree.root_node().has_error());
+        let (text, tree, count) =
+            neutralised_tree(&mut parser, src, &cfg, &RepoMacros::default()).unwrap();
+        assert_eq!((text.as_str(), count), (src, 0));
+        assert!(!tree.root_node().has_error());
+        let p = parse_cpp_with(src, &cfg, &RepoMacros::default()).unwrap();
+        assert_eq!((p.stats.functions, p.stats.functions_in_error), (2, 0));
+        assert_eq!(p.stats.neutralised_macros, 0);
     }
 
     #[test]

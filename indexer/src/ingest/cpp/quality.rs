@@ -1,6 +1,6 @@
 //! Parse quality: ERROR nodes counted and located, function bodies that
-//! lie inside them, and the retry that blanks ALL_CAPS macros while it
-//! lowers the number of ERROR nodes.
+//! lie inside them, and the retry that blanks ALL_CAPS (and reserved,
+//! `__x`) macros while it lowers the number of ERROR nodes.
 //!
 //! These numbers become the file's [`codegloss_core::ParseStats`] and the
 //! build's warnings, so that a reader can see how much of a file the parser
@@ -10,8 +10,8 @@ use tree_sitter::{Node, Parser, Tree};
 
 use crate::ingest::macros;
 
-/// Try blanking ALL_CAPS identifiers near ERROR nodes, keeping each one
-/// that lowers the number of ERROR nodes.
+/// Try blanking ALL_CAPS and reserved (`__x`) identifiers near ERROR
+/// nodes, keeping each one that lowers the number of ERROR nodes.
 pub(super) fn generic_caps_pass(
     parser: &mut Parser,
     mut text: String,
@@ -31,7 +31,7 @@ pub(super) fn generic_caps_pass(
         let idents = macros::code_identifiers(&text);
         let candidate = idents.iter().find_map(|&(s, e)| {
             let word = &text[s..e];
-            if !macros::is_all_caps(word) {
+            if !macros::is_fallback_candidate(word) {
                 return None;
             }
             let near = ranges.iter().any(|&(rs, re)| s + 80 >= rs && s <= re);

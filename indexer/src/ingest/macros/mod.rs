@@ -17,9 +17,11 @@
 
 use std::collections::BTreeMap;
 
+mod caps;
 pub mod defines;
 mod grammar;
 
+pub use caps::{blank_identifier, caps_use, is_all_caps, is_fallback_candidate, CapsUse};
 pub use defines::{MacroRule, RepoMacros};
 
 /// Is `b` a byte that can continue a C identifier?
@@ -480,106 +482,6 @@ fn code_group_close(src: &str, open: usize) -> Option<usize> {
     None
 }
 
-/// `FOO_BAR2`: at least three characters, upper-case letters, digits and
-/// underscores, starting with a letter or underscore.
-pub fn is_all_caps(word: &str) -> bool {
-    word.len() >= 3
-        && word
-            .bytes()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
-        && word.bytes().any(|c| c.is_ascii_uppercase())
-        && !word.as_bytes()[0].is_ascii_digit()
-}
-
-/// How an ALL_CAPS candidate of the generic rule is used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CapsUse {
-    /// `MACRO void f()`: an attribute-like word.
-    Word,
-    /// `namespace std MACRO(default) {`: a function-like attribute whose
-    /// argument list is blanked with it.
-    WithArgs,
-    /// `f(n, MACRO(int i) { … })`: a lambda introducer, written `[=]`.
-    LambdaIntro,
-}
-
-/// How `word` at `range` is used, if it looks like an attribute macro:
-/// followed by an identifier, or by a balanced argument list and then an
-/// identifier, `{` or `:`.
-pub fn caps_use(text: &str, range: (usize, usize)) -> Option<CapsUse> {
-    let b = text.as_bytes();
-    let after = |k: usize| {
-        b[k..]
-            .iter()
-            .position(|c| !c.is_ascii_whitespace())
-            .map(|p| k + p)
-    };
-    let next = after(range.1)?;
-    let c = b[next];
-    // Before a declaration: a name, or a destructor's `~`.
-    if c.is_ascii_alphabetic() || c == b'_' || c == b'~' {
-        return Some(CapsUse::Word);
-    }
-    if c == b'(' {
-        let close = matching_paren(text, next)?;
-        let k = after(close + 1)?;
-        let d = b[k];
-        // An argument that is a parameter list and a body: a lambda whose
-        // introducer is a macro (it needs room for `[=]`).
-        let in_arguments = text[..range.0].trim_end().ends_with([',', '(']);
-        if in_arguments && d == b'{' && range.1 - range.0 >= 3 {
-            return Some(CapsUse::LambdaIntro);
-        }
-        if d.is_ascii_alphabetic()
-            || d == b'_'
-            || d == b'{'
-            || (d == b':' && b.get(k + 1) != Some(&b':'))
-        {
-            return Some(CapsUse::WithArgs);
-        }
-    }
-    None
-}
-
-/// Blank every occurrence of `word` used the way `how` says (other uses,
-/// such as calls and scopes, stay). Returns the new text and the count.
-pub fn blank_identifier(text: &str, word: &str, how: CapsUse) -> (String, u32) {
-    let mut buf = text.as_bytes().to_vec();
-    let mut n = 0;
-    for range in find_identifiers(text, word) {
-        if caps_use(text, range) != Some(how) {
-            continue;
-        }
-        if how == CapsUse::LambdaIntro {
-            overwrite(&mut buf, range, "[=]");
-            n += 1;
-            continue;
-        }
-        let end = match how {
-            CapsUse::Word | CapsUse::LambdaIntro => range.1,
-            CapsUse::WithArgs => {
-                let b = text.as_bytes();
-                let open = range.1
-                    + b[range.1..]
-                        .iter()
-                        .take_while(|c| c.is_ascii_whitespace())
-                        .count();
-                match matching_paren(text, open) {
-                    Some(close) => close + 1,
-                    None => continue,
-                }
-            }
-        };
-        // Keep newlines so that line numbers stay exact.
-        blank(&mut buf, (range.0, end));
-        n += 1;
-    }
-    (
-        String::from_utf8(buf).unwrap_or_else(|_| text.to_string()),
-        n,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -785,5 +687,12 @@ mod tests {
         assert!(!is_all_caps("Library"));
         assert!(!is_all_caps("T"));
         assert!(!is_all_caps("___"));
+        assert!(is_fallback_candidate("__ATTRS_ai") && is_fallback_candidate("__forceinline"));
+        assert!(is_fallback_candidate("LIB_FUNCTION"));
+        assert!(
+            !is_fallback_candidate("__")
+                && !is_fallback_candidate("___x")
+                && !is_fallback_candidate("_x")
+        );
     }
 }
