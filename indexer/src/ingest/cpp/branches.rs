@@ -1,4 +1,4 @@
-//! Preprocessor conditionals that split a declaration.
+//! Preprocessor conditionals that split a declaration or a statement.
 //!
 //! tree-sitter parses `#if … #else … #endif` as a node that must hold
 //! whole declarations. Scientific C++ often puts the branches *inside* one
@@ -14,9 +14,12 @@
 //! well-formed conditionals, and the entities in their other branches,
 //! stay as they are, and no branch is chosen for holding less code.
 //!
-//! Groups whose first branch starts with `else` are tried first, all at
-//! once: an `if` whose `else if` arms each sit in their own `#ifdef` (one
-//! per backend, say) parses only when every one of them is flattened.
+//! Groups that split something are tried first, each kind all at once:
+//! an `if` whose `else if` arms each sit in their own `#ifdef` (one per
+//! backend, say), loops opened in `#if DIM >= 2` and closed after it, or
+//! a class whose hundred methods each choose their template head in a
+//! conditional parse only when every one of them is flattened, and one at
+//! a time the search would stop long before.
 
 use tree_sitter::{Parser, Tree};
 
@@ -57,20 +60,48 @@ impl Group {
         out
     }
 
-    /// Whether the first code of the first branch is the keyword `else`
-    /// (comments and blank lines skipped).
-    fn first_branch_starts_with_else(&self, text: &str) -> bool {
+    /// The code lines of the first branch: comments after `//` cut,
+    /// blank lines and directives left out.
+    fn first_branch_code<'t>(&self, text: &'t str) -> Vec<&'t str> {
         let end = self.alternatives.first().copied().unwrap_or(self.close.0);
-        let Some(branch) = text.get(self.open.1..end) else {
-            return false;
-        };
-        let code = branch
+        text.get(self.open.1..end)
+            .unwrap_or("")
             .lines()
             .map(|l| l.split("//").next().unwrap_or("").trim())
-            .find(|l| !l.is_empty())
-            .unwrap_or("");
-        code.strip_prefix("else")
-            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect()
+    }
+
+    /// Whether the first branch is part of a statement outside the group:
+    /// its first code is the keyword `else`, or it opens more blocks than
+    /// it closes, or the reverse (a loop per dimension, its `}` written
+    /// after the `#endif`).
+    fn first_branch_splits_a_statement(&self, text: &str) -> bool {
+        let code = self.first_branch_code(text);
+        let starts_with_else = code
+            .first()
+            .and_then(|l| l.strip_prefix("else"))
+            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'));
+        let opened: i64 = code
+            .iter()
+            .flat_map(|l| l.bytes())
+            .map(|c| match c {
+                b'{' => 1,
+                b'}' => -1,
+                _ => 0,
+            })
+            .sum();
+        starts_with_else || opened != 0
+    }
+
+    /// Whether the first branch ends inside a declaration that goes on
+    /// after the group: a template head, qualifiers, a base list (its last
+    /// code is not `;`, `{`, `}`, `:` or `)`).
+    fn first_branch_splits_a_declaration(&self, text: &str) -> bool {
+        let code = self.first_branch_code(text);
+        code.last()
+            .and_then(|l| l.bytes().last())
+            .is_some_and(|c| !matches!(c, b';' | b'{' | b'}' | b':' | b')' | b'\\'))
     }
 }
 
@@ -155,9 +186,10 @@ fn rewrite(
 
 /// Keep the first branch of conditional groups near ERROR nodes, one at a
 /// time, while that is [`better`]: more function bodies out of ERROR
-/// nodes, or as many with fewer ERROR nodes. Groups whose first branch
-/// starts with `else` are tried first, all together. Returns the text, its
-/// tree and how many rewrites were kept.
+/// nodes, or as many with fewer ERROR nodes. Groups that split a
+/// statement, then groups that split a declaration, are tried first, each
+/// kind all together. Returns the text, its tree and how many rewrites were
+/// kept.
 pub(super) fn first_branch_pass(
     parser: &mut Parser,
     mut text: String,
@@ -169,16 +201,25 @@ pub(super) fn first_branch_pass(
     if errors == 0 {
         return (text, tree, 0);
     }
-    // Groups whose first branch starts with `else` continue an `if` that
-    // began before them (`}` `#ifdef X` `else if (…) {…}` `#endif` `else
-    // {…}`): no one of them parses alone, so they are tried together.
-    let dangling: Vec<Vec<(usize, usize)>> = groups(&text)
-        .into_iter()
-        .filter(|g| g.first_branch_starts_with_else(&text))
-        .filter_map(|g| g.keeping(&text).into_iter().next())
-        .collect();
-    if !dangling.is_empty() {
-        let ranges: Vec<(usize, usize)> = dangling.into_iter().flatten().collect();
+    // Groups whose first branch is part of a statement or declaration
+    // outside them: an `if` that began before them (`}` `#ifdef X` `else
+    // if (…) {…}` `#endif` `else {…}`), a block that closes after them
+    // (`#if DIM >= 2` `for (…) {` `#endif` … `}}`), a template head before
+    // the declaration it belongs to. No one of them parses alone, and a
+    // file may hold a hundred, so each kind is tried all at once.
+    for split in [
+        Group::first_branch_splits_a_statement,
+        Group::first_branch_splits_a_declaration,
+    ] {
+        let ranges: Vec<(usize, usize)> = groups(&text)
+            .into_iter()
+            .filter(|g| split(g, &text))
+            .filter_map(|g| g.keeping(&text).into_iter().next())
+            .flatten()
+            .collect();
+        if ranges.is_empty() {
+            continue;
+        }
         if let Some(better) = rewrite(parser, &text, &ranges, (sound, errors)) {
             (text, tree, (sound, errors)) = better;
             flattened += 1;
@@ -285,6 +326,34 @@ mod tests {
         assert_eq!(text.len(), src.len());
         assert!(text.contains("else if (n == 1)") && !text.contains("#ifdef"));
         assert_eq!(quality::function_error_counts(tree.root_node()), (2, 0));
+    }
+
+    #[test]
+    fn loops_opened_per_dimension_close_after_their_conditionals() {
+        let src = "void fill(int* a) {\n  for (int i = 0; i < 4; ++i) {\n#if DIM >= 2\n  for (int j = 0; j < 4; ++j) {\n#endif\n#if DIM == 3\n  for (int k = 0; k < 4; ++k) {\n#endif\n    a[0] = 1;\n  }}}\n}\nint after() { return 1; }\n";
+        let (mut parser, tree) = parse(src);
+        assert!(quality::count_errors(tree.root_node()) > 0);
+        let (text, tree, _) = first_branch_pass(&mut parser, src.to_string(), tree);
+        assert_eq!(quality::count_errors(tree.root_node()), 0, "{text}");
+        assert_eq!(quality::function_error_counts(tree.root_node()), (2, 0));
+    }
+
+    #[test]
+    fn many_split_template_heads_are_flattened_at_once() {
+        // More groups than the one-at-a-time search would try.
+        let mut src = String::from("struct Fab {\n");
+        for i in 0..40 {
+            src.push_str(&format!(
+                "#if defined(GPU)\n  template <int R>\n#else\n  template <int R = 0>\n#endif\n  int get{i}() const {{ return R; }}\n"
+            ));
+        }
+        src.push_str("};\n");
+        let (mut parser, tree) = parse(&src);
+        assert!(quality::count_errors(tree.root_node()) > 0);
+        let (text, tree, _) = first_branch_pass(&mut parser, src.clone(), tree);
+        assert_eq!(quality::count_errors(tree.root_node()), 0, "{text}");
+        assert_eq!(quality::function_error_counts(tree.root_node()), (40, 0));
+        assert_eq!(text.len(), src.len());
     }
 
     #[test]

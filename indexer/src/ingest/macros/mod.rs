@@ -211,17 +211,20 @@ pub struct Neutralised {
     pub count: u32,
 }
 
-/// The end of the balanced argument list that follows `end` (after
-/// blanks), if there is one.
-fn argument_list_end(src: &str, end: usize) -> Option<(usize, usize)> {
-    let ws = src.as_bytes()[end..]
+/// Where the `(` that follows `end` (after blanks) is, if one does.
+fn paren_after(b: &[u8], end: usize) -> Option<usize> {
+    let ws = b[end..]
         .iter()
         .take_while(|c| c.is_ascii_whitespace())
         .count();
-    if src.as_bytes().get(end + ws) != Some(&b'(') {
-        return None;
-    }
-    matching_paren(src, end + ws).map(|close| (end + ws, close))
+    (b.get(end + ws) == Some(&b'(')).then_some(end + ws)
+}
+
+/// The end of the balanced argument list that follows `end` (after
+/// blanks), if there is one.
+fn argument_list_end(src: &str, end: usize) -> Option<(usize, usize)> {
+    let open = paren_after(src.as_bytes(), end)?;
+    matching_paren(src, open).map(|close| (open, close))
 }
 
 /// Apply the configured attribute macros and replacements, then the
@@ -274,6 +277,7 @@ pub fn neutralise(
     }
     count += macro_types_to_templates(src, &idents, &mut buf);
     count += code_arguments_to_blocks(src, &idents, &mut buf);
+    count += brace_arguments_kept(src, &idents, &mut buf);
     count += grammar::kernel_launches_blanked(src, &mut buf);
     count += grammar::unnamed_defaulted_parameters_named(src, &mut buf);
     count += grammar::has_include_quoted(src, &mut buf);
@@ -327,14 +331,9 @@ fn macro_types_to_templates(src: &str, idents: &[(usize, usize)], buf: &mut [u8]
         if !(in_base || in_alias) {
             continue;
         }
-        let ws = b[e..]
-            .iter()
-            .take_while(|c| c.is_ascii_whitespace())
-            .count();
-        if b.get(e + ws) != Some(&b'(') {
+        let Some(open) = paren_after(b, e) else {
             continue;
-        }
-        let open = e + ws;
+        };
         let Some(close) = matching_paren(src, open) else {
             continue;
         };
@@ -410,6 +409,48 @@ pub fn attributes_before_keywords(src: &str) -> Neutralised {
         text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
         count,
     }
+}
+
+/// `MACRO(},},})`: a macro whose arguments are nothing but braces (and
+/// commas or semicolons), more of one kind than the other, closes or
+/// opens blocks, one per argument that the build keeps (code written once
+/// per dimension, say). Its name,
+/// parentheses and commas are blanked and the braces stay, so the blocks
+/// that conditionals open before it are closed where the code closes
+/// them.
+fn brace_arguments_kept(src: &str, idents: &[(usize, usize)], buf: &mut [u8]) -> u32 {
+    let b = src.as_bytes();
+    let mut count = 0;
+    for &(s, e) in idents {
+        let Some(open) = paren_after(b, e) else {
+            continue;
+        };
+        let inner = b[open + 1..]
+            .iter()
+            .take_while(|c| matches!(c, b'{' | b'}' | b',' | b';') || c.is_ascii_whitespace())
+            .count();
+        let close = open + 1 + inner;
+        // Unbalanced: `f({})` passes an empty list, and stays.
+        let opened: i64 = b[open..close]
+            .iter()
+            .map(|c| match c {
+                b'{' => 1,
+                b'}' => -1,
+                _ => 0,
+            })
+            .sum();
+        if b.get(close) != Some(&b')') || opened == 0 {
+            continue;
+        }
+        blank(buf, (s, e));
+        for k in open..=close {
+            if matches!(b[k], b'(' | b')' | b',') {
+                buf[k] = b' ';
+            }
+        }
+        count += 1;
+    }
+    count
 }
 
 /// `MACRO((statements;))` in statement position (a macro that takes code,
@@ -647,6 +688,15 @@ mod tests {
             n.text
         );
         assert_eq!(n.text.lines().count(), src.lines().count());
+    }
+
+    #[test]
+    fn brace_arguments_keep_their_braces_and_lists_stay() {
+        let src = "void f() {\n  for (;;) {\n    for (;;) {\n  DIM_TERM(},})\n  v.push_back({});\n  g({}, {1});\n}\n";
+        let n = neutralise_default(src);
+        let line = n.text.lines().nth(3).unwrap();
+        assert_eq!(line.trim(), "} }", "{}", n.text);
+        assert!(n.text.contains("v.push_back({});") && n.text.contains("g({}, {1});"));
     }
 
     #[test]
