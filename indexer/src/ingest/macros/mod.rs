@@ -411,42 +411,51 @@ pub fn attributes_before_keywords(src: &str) -> Neutralised {
     }
 }
 
-/// `MACRO(},},})`: a macro whose arguments are nothing but braces (and
-/// commas or semicolons), more of one kind than the other, closes or
-/// opens blocks, one per argument that the build keeps (code written once
-/// per dimension, say). Its name,
-/// parentheses and commas are blanked and the braces stay, so the blocks
-/// that conditionals open before it are closed where the code closes
-/// them.
+/// `MACRO(for (…) {, for (…) {)` … `MACRO(},})`: a call whose arguments
+/// open more blocks than they close, or the reverse, is no function call
+/// (a call's arguments always balance their braces) but a macro that
+/// writes code, one argument per dimension, say. Its name, parentheses
+/// and the commas between its arguments are blanked and the arguments
+/// stay, so the blocks they open are closed where the code closes them.
+/// `f({})` and `g([&] { … })` balance their braces, and stay.
 fn brace_arguments_kept(src: &str, idents: &[(usize, usize)], buf: &mut [u8]) -> u32 {
+    /// How far an argument list may reach.
+    const MAX_ARGUMENTS: usize = 4096;
     let b = src.as_bytes();
     let mut count = 0;
-    for &(s, e) in idents {
+    'calls: for &(s, e) in idents {
         let Some(open) = paren_after(b, e) else {
             continue;
         };
-        let inner = b[open + 1..]
-            .iter()
-            .take_while(|c| matches!(c, b'{' | b'}' | b',' | b';') || c.is_ascii_whitespace())
-            .count();
-        let close = open + 1 + inner;
-        // Unbalanced: `f({})` passes an empty list, and stays.
-        let opened: i64 = b[open..close]
-            .iter()
-            .map(|c| match c {
-                b'{' => 1,
-                b'}' => -1,
-                _ => 0,
-            })
-            .sum();
-        if b.get(close) != Some(&b')') || opened == 0 {
+        let (mut depth, mut opened, mut commas) = (0usize, 0i64, Vec::new());
+        let mut close = None;
+        for (k, &c) in b.iter().enumerate().skip(open).take(MAX_ARGUMENTS) {
+            match c {
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(k);
+                        break;
+                    }
+                }
+                b',' if depth == 1 => commas.push(k),
+                b'{' => opened += 1,
+                b'}' => opened -= 1,
+                // Literals, comments and directives could hide or fake a
+                // parenthesis: leave such calls alone.
+                b'"' | b'\'' | b'#' => continue 'calls,
+                b'/' if matches!(b.get(k + 1), Some(b'/' | b'*')) => continue 'calls,
+                _ => {}
+            }
+        }
+        let Some(close) = close else { continue };
+        if opened == 0 {
             continue;
         }
         blank(buf, (s, e));
-        for k in open..=close {
-            if matches!(b[k], b'(' | b')' | b',') {
-                buf[k] = b' ';
-            }
+        for k in [open, close].into_iter().chain(commas) {
+            buf[k] = b' ';
         }
         count += 1;
     }
@@ -692,11 +701,32 @@ mod tests {
 
     #[test]
     fn brace_arguments_keep_their_braces_and_lists_stay() {
-        let src = "void f() {\n  for (;;) {\n    for (;;) {\n  DIM_TERM(},})\n  v.push_back({});\n  g({}, {1});\n}\n";
+        let src = "void f() {\n  for (;;) {\n    for (;;) {\n  DIM_TERM(},})\n  v.push_back({});\n  g({}, {1});\n  run([&] { h(a, b); });\n}\n";
         let n = neutralise_default(src);
         let line = n.text.lines().nth(3).unwrap();
         assert_eq!(line.trim(), "} }", "{}", n.text);
         assert!(n.text.contains("v.push_back({});") && n.text.contains("g({}, {1});"));
+        assert!(n.text.contains("run([&] { h(a, b); });"));
+    }
+
+    #[test]
+    fn loop_heads_passed_to_a_macro_stay_as_loops() {
+        let src = "void f() {\n  DIM_TERM(for (int i = 0; i < n; ++i) {,\n           for (int j = 0; j < n; ++j) {)\n    a(i, j);\n  DIM_TERM(},})\n}\n";
+        let n = neutralise_default(src);
+        assert!(
+            n.text.contains("          for (int i = 0; i < n; ++i) { "),
+            "{}",
+            n.text
+        );
+        assert!(
+            n.text.contains("for (int j = 0; j < n; ++j) { \n"),
+            "{}",
+            n.text
+        );
+        assert!(n.text.contains("a(i, j);"));
+        let mut parser = crate::ingest::cpp::cpp_parser().unwrap();
+        let tree = parser.parse(&n.text, None).unwrap();
+        assert!(!tree.root_node().has_error(), "{}", n.text);
     }
 
     #[test]
