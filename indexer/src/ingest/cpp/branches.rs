@@ -152,12 +152,6 @@ fn groups(text: &str) -> Vec<Group> {
     out
 }
 
-/// Function bodies outside ERROR nodes.
-fn sound_bodies(tree: &Tree) -> usize {
-    let (functions, in_error) = quality::function_error_counts(tree.root_node());
-    functions - in_error
-}
-
 /// Whether a rewrite with `new` (sound function bodies, ERROR nodes) is
 /// better than `old`: more sound bodies, or as many with fewer errors. So
 /// a branch is never kept for having less code in it: keeping an empty
@@ -180,7 +174,10 @@ fn rewrite(
     }
     let candidate = String::from_utf8(buf).ok()?;
     let tree = parser.parse(&candidate, None)?;
-    let score = (sound_bodies(&tree), quality::count_errors(tree.root_node()));
+    let score = (
+        quality::sound_bodies(&tree),
+        quality::count_errors(tree.root_node()),
+    );
     better(score, now).then_some((candidate, tree, score))
 }
 
@@ -197,7 +194,7 @@ pub(super) fn first_branch_pass(
 ) -> (String, Tree, u32) {
     let mut flattened = 0;
     let mut errors = quality::count_errors(tree.root_node());
-    let mut sound = sound_bodies(&tree);
+    let mut sound = quality::sound_bodies(&tree);
     if errors == 0 {
         return (text, tree, 0);
     }

@@ -144,8 +144,9 @@ pub fn parse_cpp(src: &str, cfg: &ParseConfig) -> Result<ParsedCpp, IndexError> 
 }
 
 /// The text the parser reads (macros neutralised, conditionals that split
-/// a declaration flattened, ALL_CAPS attributes blanked; same length and
-/// lines as `src`), its tree, and how many macro uses were rewritten.
+/// a declaration or a statement flattened, ALL_CAPS attributes blanked;
+/// same length and lines as `src`, or `src` itself when that parses
+/// better), its tree, and how many macro uses were rewritten.
 pub fn neutralised_tree(
     parser: &mut Parser,
     src: &str,
@@ -170,11 +171,7 @@ fn neutralised_or_raw(
     repo: &RepoMacros,
 ) -> Result<(String, tree_sitter::Tree, u32), IndexError> {
     let (text, tree, count) = rewritten_tree(parser, src, cfg, repo)?;
-    let sound = |t: &tree_sitter::Tree| {
-        let (functions, in_error) = function_error_counts(t.root_node());
-        functions - in_error
-    };
-    if sound(raw) > sound(&tree) {
+    if quality::sound_bodies(raw) > quality::sound_bodies(&tree) {
         return Ok((src.to_string(), raw.clone(), 0));
     }
     Ok((text, tree, count))

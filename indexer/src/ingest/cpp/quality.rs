@@ -95,6 +95,13 @@ pub(super) fn collect_error_lines(node: Node, out: &mut Vec<u32>) {
     }
 }
 
+/// Function bodies outside ERROR nodes: what a rewrite of the text is
+/// judged by.
+pub(super) fn sound_bodies(tree: &Tree) -> usize {
+    let (functions, in_error) = function_error_counts(tree.root_node());
+    functions - in_error
+}
+
 /// (function bodies, function bodies inside or mangled by ERROR nodes).
 ///
 /// A function counts as "in error" when its definition lies below an
