@@ -154,24 +154,25 @@ pub fn neutralised_tree(
     repo: &RepoMacros,
 ) -> Result<(String, tree_sitter::Tree, u32), IndexError> {
     let raw = parser.parse(src, None).ok_or(IndexError::NoSyntaxTree)?;
-    neutralised_or_raw(parser, src, &raw, cfg, repo)
+    let raw_sound = quality::sound_bodies(&raw);
+    neutralised_or_raw(parser, src, (&raw, raw_sound), cfg, repo)
 }
 
-/// [`neutralised_tree`], unless the text as written (`raw`, its tree)
-/// keeps more function bodies out of ERROR nodes: then the text as written
-/// and no rewrites. Neutralising a large file can tip tree-sitter's error
+/// [`neutralised_tree`], unless the text as written (`raw`: its tree and
+/// its function bodies outside ERROR nodes) keeps more function bodies out
+/// of ERROR nodes: then the text as written and no rewrites. Neutralising a large file can tip tree-sitter's error
 /// recovery the wrong way (a rewrite near the top, and the whole file
 /// becomes one ERROR node), so no file parses worse than it would
 /// without it.
 fn neutralised_or_raw(
     parser: &mut Parser,
     src: &str,
-    raw: &tree_sitter::Tree,
+    (raw, raw_sound): (&tree_sitter::Tree, usize),
     cfg: &ParseConfig,
     repo: &RepoMacros,
 ) -> Result<(String, tree_sitter::Tree, u32), IndexError> {
     let (text, tree, count) = rewritten_tree(parser, src, cfg, repo)?;
-    if quality::sound_bodies(raw) > quality::sound_bodies(&tree) {
+    if raw_sound > quality::sound_bodies(&tree) {
         return Ok((src.to_string(), raw.clone(), 0));
     }
     Ok((text, tree, count))
@@ -219,7 +220,8 @@ pub fn parse_cpp_with(
     let raw_tree = parser.parse(src, None).ok_or(IndexError::NoSyntaxTree)?;
     let (raw_functions, raw_in_error) = function_error_counts(raw_tree.root_node());
 
-    let (text, tree, count) = neutralised_or_raw(&mut parser, src, &raw_tree, cfg, repo)?;
+    let raw = (&raw_tree, raw_functions - raw_in_error);
+    let (text, tree, count) = neutralised_or_raw(&mut parser, src, raw, cfg, repo)?;
     let root = tree.root_node();
     let (functions, in_error) = function_error_counts(root);
     let mut error_lines = Vec::new();

@@ -5,7 +5,7 @@
 //! [`super::defines`]; this is for everything else, and
 //! [`crate::ingest::cpp`] keeps a blanking only when the parse improves.
 
-use super::{blank, find_identifiers, matching_paren, overwrite};
+use super::{blank, find_identifiers, matching_paren, overwrite, paren_after};
 
 /// `FOO_BAR2`: at least three characters, upper-case letters, digits and
 /// underscores, starting with a letter or underscore.
@@ -94,13 +94,9 @@ pub fn blank_identifier(text: &str, word: &str, how: CapsUse) -> (String, u32) {
         let end = match how {
             CapsUse::Word | CapsUse::LambdaIntro => range.1,
             CapsUse::WithArgs => {
-                let b = text.as_bytes();
-                let open = range.1
-                    + b[range.1..]
-                        .iter()
-                        .take_while(|c| c.is_ascii_whitespace())
-                        .count();
-                match matching_paren(text, open) {
+                match paren_after(text.as_bytes(), range.1)
+                    .and_then(|open| matching_paren(text, open))
+                {
                     Some(close) => close + 1,
                     None => continue,
                 }
