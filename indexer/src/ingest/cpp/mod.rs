@@ -355,8 +355,32 @@ mod tests {
     }
 
     #[test]
+    fn functional_casts_the_grammar_cannot_read_keep_their_functions() {
+        // A dependent functional cast in an initializer list, and sized
+        // integer casts in a constraint's template argument: as written,
+        // each takes its function into an ERROR node.
+        let src = "template <class Traits>\nstruct Policy {\n  Policy() : m_space(typename Traits::execution_space()), m_n(0) {}\n  Policy(int n) : Policy(typename Traits::execution_space(), n) {}\n  int size() const { return m_n; }\n};\ntemplate <class D, class S>\nvoid copy(const D& dst, const S& src,\n          std::enable_if_t<(unsigned(D::rank) == 1 &&\n                            unsigned(S::rank) == 1)>* = nullptr) {\n  dst(0) = src(0);\n}\nvoid after() {}\n";
+        let raw = cpp_parser().unwrap().parse(src, None).unwrap();
+        let (functions, in_error) = function_error_counts(raw.root_node());
+        assert!(in_error > 0, "{functions} {in_error}");
+        let p = parse(src);
+        assert_eq!(
+            (p.stats.functions, p.stats.functions_in_error),
+            (5, 0),
+            "{:?}",
+            p.stats
+        );
+        let copy = p.entities.iter().find(|e| e.name == "copy").unwrap();
+        assert!(
+            copy.signature.contains("unsigned(D::rank)"),
+            "{}",
+            copy.signature
+        );
+    }
+
+    #[test]
     fn macro_base_class_specialisation() {
-        let src = "namespace ippl {\n#define BASE(F, B) FFTBase<F, B>\n/** cc */\ntemplate <typename CF>\nclass FFT<CCTransform, CF> : public BASE(CF, backend) {\n  void transform(int d, CF& f);\n};\n}\n";
+        let src = "namespace lib {\n#define BASE(F, B) FFTBase<F, B>\n/** cc */\ntemplate <typename CF>\nclass FFT<CCTransform, CF> : public BASE(CF, backend) {\n  void transform(int d, CF& f);\n};\n}\n";
         let p = parse(src);
         let c = p
             .entities
@@ -364,7 +388,7 @@ mod tests {
             .find(|e| e.kind == EntityKind::Class)
             .unwrap();
         assert_eq!(c.name, "FFT<CCTransform, CF>");
-        assert_eq!(c.qualified_name, "ippl::FFT<CCTransform, CF>");
+        assert_eq!(c.qualified_name, "lib::FFT<CCTransform, CF>");
         assert_eq!(c.bases, vec!["public BASE(CF, backend)".to_string()]);
         assert_eq!(c.doc_comment.as_deref(), Some("cc"));
         assert_eq!(c.span.start_line, 4);
@@ -373,7 +397,7 @@ mod tests {
             vec![("BASE".to_string(), "FFTBase".to_string())]
         );
         let m = p.entities.iter().find(|e| e.name == "transform").unwrap();
-        assert_eq!(m.parent_symbol, "ippl::FFT<CCTransform, CF>");
+        assert_eq!(m.parent_symbol, "lib::FFT<CCTransform, CF>");
         assert_eq!(m.kind, EntityKind::Method);
         assert!(!m.is_definition);
     }

@@ -1,8 +1,9 @@
 //! Same-length rewrites of valid C++ that the tree-sitter grammar cannot
 //! read, applied with the macro rewrites before the parse: a CUDA or HIP
 //! launch configuration, `__has_include(<…>)`, an unnamed defaulted
-//! pointer or reference parameter. Like every rewrite they keep each
-//! byte's offset and line, so spans stay exact.
+//! pointer or reference parameter, a functional cast to a dependent or a
+//! sized integer type, an attribute before `friend`. Like every rewrite
+//! they keep each byte's offset and line, so spans stay exact.
 
 use super::blank;
 
@@ -88,6 +89,178 @@ pub(super) fn unnamed_defaulted_parameters_named(src: &str, buf: &mut [u8]) -> u
     count
 }
 
+/// An attribute before a friend declaration, `[[nodiscard]] friend T
+/// operator<(…)`, is valid C++ that the grammar cannot read: the
+/// declaration, and often the class around it, becomes an ERROR node. The
+/// attribute is blanked (the signature shown is the text as written).
+/// Runs on the text after the macro rewrites, so that an attribute macro
+/// blanked between the two (`[[nodiscard]] INLINE friend`) does not hide
+/// the pattern.
+pub(super) fn attributes_before_friend_blanked(buf: &mut [u8]) -> u32 {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(k) = find(&buf[from..], b"[[") {
+        let open = from + k;
+        let Some(len) = find(&buf[open..], b"]]") else {
+            break;
+        };
+        let close = open + len + 2;
+        from = close;
+        if buf[open..close].iter().any(|c| matches!(c, b';' | b'{' | b'}')) {
+            continue;
+        }
+        let rest = &buf[close..];
+        let ws = rest.iter().take_while(|c| c.is_ascii_whitespace()).count();
+        let word = &rest[ws..];
+        let friend = word.starts_with(b"friend")
+            && word
+                .get(6)
+                .is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b'_');
+        if ws > 0 && friend {
+            buf[open..close].fill(b' ');
+            count += 1;
+        }
+    }
+    count
+}
+
+/// The first position of `needle` in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Integer types written with a size or sign keyword, which the grammar
+/// reads as a functional cast only outside template arguments.
+const SIZED_INTEGERS: [&str; 4] = ["unsigned", "signed", "long", "short"];
+
+/// Words that start a type: an argument list opening with one is a
+/// function type's parameters (`unsigned(int)`), not a cast's operand.
+const TYPE_WORDS: [&str; 13] = [
+    "void", "bool", "char", "int", "float", "double", "long", "short", "unsigned", "signed",
+    "const", "volatile", "auto",
+];
+
+/// Functional casts in expressions that the grammar cannot read:
+/// - to a dependent type, `typename Traits::size_type(n)`: the whole
+///   enclosing expression, often a constructor's initializer list or a
+///   call's arguments, becomes an ERROR node. `typename` is blanked,
+///   leaving a call of the qualified name, which is how the grammar reads
+///   `Traits::size_type(n)` anyway;
+/// - to a sized integer type, `unsigned(rank) == 1`, inside template
+///   arguments (`enable_if_t<(unsigned(rank) == 1)>`): the keyword is
+///   written in capitals, same length, leaving a call.
+///
+/// Only where an expression stands: after an operator, an opening
+/// bracket, a comma or `return` (a `<` only when a space follows it, as a
+/// comparison or shift is written). A function type (`unsigned(int)`,
+/// `unsigned(*)(int)`) or a declaration is left alone.
+pub(super) fn functional_casts_called(src: &str, idents: &[(usize, usize)], buf: &mut [u8]) -> u32 {
+    let b = src.as_bytes();
+    let mut count = 0;
+    for (k, &(s, e)) in idents.iter().enumerate() {
+        let word = &src[s..e];
+        let sized = SIZED_INTEGERS.contains(&word);
+        if !sized && word != "typename" {
+            continue;
+        }
+        let after_return = k > 0 && {
+            let (ps, pe) = idents[k - 1];
+            &src[ps..pe] == "return" && src[pe..s].trim().is_empty()
+        };
+        if !after_return && !in_expression(b, s) {
+            continue;
+        }
+        if sized {
+            let ws = spaces(&b[e..]);
+            if b.get(e + ws) != Some(&b'(') || !operand_follows(src, e + ws + 1) {
+                continue;
+            }
+            buf[s..e].make_ascii_uppercase();
+            count += 1;
+        } else if qualified_call(b, e) {
+            buf[s..e].fill(b' ');
+            count += 1;
+        }
+    }
+    count
+}
+
+/// Spaces, tabs and line ends at the start of `b`.
+fn spaces(b: &[u8]) -> usize {
+    b.iter().take_while(|c| c.is_ascii_whitespace()).count()
+}
+
+/// Whether the word at `s` stands where an expression does, by the code
+/// before it.
+fn in_expression(b: &[u8], s: usize) -> bool {
+    let before = &b[..s];
+    let ws = before
+        .iter()
+        .rev()
+        .take_while(|c| c.is_ascii_whitespace())
+        .count();
+    let Some(at) = before.len().checked_sub(ws + 1) else {
+        return false;
+    };
+    match b[at] {
+        b'(' | b',' | b'=' | b'!' | b'&' | b'|' | b'?' | b'[' | b'{' | b'+' | b'-' | b'*'
+        | b'/' | b'%' | b'^' | b'~' => true,
+        b':' => at == 0 || b[at - 1] != b':',
+        b'<' => ws > 0,
+        _ => false,
+    }
+}
+
+/// Whether the argument list opening before `from` holds an operand, not
+/// a function type's parameters or declarator.
+fn operand_follows(src: &str, from: usize) -> bool {
+    let inner = src[from..].trim_start();
+    let word: String = inner
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    !inner.starts_with([')', '*', '&']) && !TYPE_WORDS.contains(&word.as_str())
+}
+
+/// Whether a qualified name (`A::b`, `A<T>::template c<U>`) with at least
+/// one `::` follows `from` and is called. Two words with only space
+/// between them outside template arguments are a declaration
+/// (`typename T::type x`), not a name.
+fn qualified_call(b: &[u8], from: usize) -> bool {
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = from;
+    let mut scoped = false;
+    let mut angle = 0usize;
+    // The last character that was not a space, outside template arguments.
+    let mut last = b' ';
+    while i < b.len() && i < from + 400 {
+        let c = b[i];
+        match c {
+            b'(' if angle == 0 => return scoped,
+            b':' if b.get(i + 1) == Some(&b':') => {
+                scoped = true;
+                i += 1;
+            }
+            b'<' => angle += 1,
+            b'>' if angle > 0 => angle -= 1,
+            c if word(c) => {
+                let spaced = i > from && b[i - 1].is_ascii_whitespace();
+                if angle == 0 && spaced && word(last) && !b[..i].ends_with(b"template ") {
+                    return false;
+                }
+            }
+            c if c.is_ascii_whitespace() => {}
+            b',' | b'*' | b'&' if angle > 0 => {}
+            _ => return false,
+        }
+        if angle == 0 && !c.is_ascii_whitespace() {
+            last = c;
+        }
+        i += 1;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::neutralise_default;
@@ -104,5 +277,48 @@ mod tests {
         );
         assert!(n.text.contains("x *= 2; y &= 1; if (a == b)"), "{}", n.text);
         assert_eq!(n.text.len(), src.len());
+    }
+
+    #[test]
+    fn functional_casts_in_expressions_become_calls() {
+        let src = "X() : a(typename T::size_type(0)), b(f(typename T::template rebind<U>::type(1))) {}\n\
+template <class V> void g(std::enable_if_t<(unsigned(V::rank) == 1 &&\n    unsigned(V::dim) == 2)>* p = nullptr) {\n\
+  for (unsigned i = 0; i < unsigned(n); ++i) return long(x);\n\
+}\n\
+using F = unsigned(int);\nvoid h(unsigned(*cb)(int), typename T::type t);\nstruct S { typename T::type m(int); };\nstd::function<unsigned(int)> k;\n\
+template <typename T> unsigned(w);\n";
+        let n = neutralise_default(src);
+        let t = &n.text;
+        assert!(t.contains("a(         T::size_type(0))"), "{t}");
+        assert!(
+            t.contains("f(         T::template rebind<U>::type(1))"),
+            "{t}"
+        );
+        assert!(
+            t.contains("<(UNSIGNED(V::rank) == 1 &&\n    UNSIGNED(V::dim)"),
+            "{t}"
+        );
+        assert!(t.contains("i < UNSIGNED(n); ++i) return LONG(x);"), "{t}");
+        assert!(t.contains("for (unsigned i = 0"), "{t}");
+        // Function types, declarations and template parameters stay.
+        assert!(t.contains("using F = unsigned(int);"), "{t}");
+        assert!(
+            t.contains("void h(unsigned(*cb)(int), typename T::type t);"),
+            "{t}"
+        );
+        assert!(t.contains("std::function<unsigned(int)> k;"), "{t}");
+        assert!(t.contains("struct S { typename T::type m(int); };"), "{t}");
+        assert!(t.contains("template <typename T> unsigned(w);"), "{t}");
+    }
+
+    #[test]
+    fn attributes_before_friend_declarations_are_blanked() {
+        let src = "class B {\n  [[nodiscard]] FORCE friend B operator*(B a, B b) { return a; }\n  [[nodiscard]]\n  friend bool operator<(B a, B b) { return true; }\n  [[nodiscard]] friendly f();\n  [[maybe_unused]] int x;\n};\n";
+        let n = super::super::tests::neutralise_configured(src, &["FORCE"], &[]);
+        let t = &n.text;
+        assert!(t.contains("  friend B operator*"), "{t}");
+        assert!(t.contains("}\n               \n  friend bool"), "{t}");
+        assert!(t.contains("[[nodiscard]] friendly f();"), "{t}");
+        assert!(t.contains("[[maybe_unused]] int x;"), "{t}");
     }
 }

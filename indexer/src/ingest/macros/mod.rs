@@ -281,6 +281,8 @@ pub fn neutralise(
     count += grammar::kernel_launches_blanked(src, &mut buf);
     count += grammar::unnamed_defaulted_parameters_named(src, &mut buf);
     count += grammar::has_include_quoted(src, &mut buf);
+    count += grammar::functional_casts_called(src, &idents, &mut buf);
+    count += grammar::attributes_before_friend_blanked(&mut buf);
     Neutralised {
         text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
         count,
@@ -552,7 +554,7 @@ mod tests {
 
     /// [`neutralise`] with configured macros (a `codegloss.toml`'s
     /// `[parse]`), no repository macros.
-    fn neutralise_configured(
+    pub(super) fn neutralise_configured(
         src: &str,
         attributes: &[&str],
         replacements: &[(&str, &str)],
