@@ -2,8 +2,11 @@
 //! read, applied with the macro rewrites before the parse: a CUDA or HIP
 //! launch configuration, `__has_include(<…>)`, an unnamed defaulted
 //! pointer or reference parameter, a functional cast to a dependent or a
-//! sized integer type, an attribute before `friend`. Like every rewrite
-//! they keep each byte's offset and line, so spans stay exact.
+//! sized integer type, an attribute before `friend`, the underlying type
+//! of an unnamed enumeration, the default of an array parameter, an
+//! unnamed pointer to member (`void (C::*)(int) const`). Like
+//! every rewrite they keep each byte's offset and line, so spans stay
+//! exact.
 
 use super::blank;
 
@@ -106,7 +109,10 @@ pub(super) fn attributes_before_friend_blanked(buf: &mut [u8]) -> u32 {
         };
         let close = open + len + 2;
         from = close;
-        if buf[open..close].iter().any(|c| matches!(c, b';' | b'{' | b'}')) {
+        if buf[open..close]
+            .iter()
+            .any(|c| matches!(c, b';' | b'{' | b'}'))
+        {
             continue;
         }
         let rest = &buf[close..];
@@ -127,6 +133,116 @@ pub(super) fn attributes_before_friend_blanked(buf: &mut [u8]) -> u32 {
 /// The first position of `needle` in `hay`.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// An unnamed enumeration with an underlying type, `enum : bool { value
+/// = true };` (the usual way to hold a constant in a traits class), is
+/// valid C++ that the grammar cannot read; in a class template the whole
+/// file can become one ERROR node. The `: type` is blanked, leaving an
+/// unnamed enumeration, which the grammar reads and the index keeps no
+/// entity for either way.
+pub(super) fn unnamed_enum_bases_blanked(
+    src: &str,
+    idents: &[(usize, usize)],
+    buf: &mut [u8],
+) -> u32 {
+    let b = src.as_bytes();
+    let mut count = 0;
+    for &(s, e) in idents {
+        if &src[s..e] != "enum" {
+            continue;
+        }
+        let colon = e + spaces(&b[e..]);
+        if b.get(colon) != Some(&b':') || b.get(colon + 1) == Some(&b':') {
+            continue;
+        }
+        let Some(len) = src[colon..].find('{') else {
+            continue;
+        };
+        let open = colon + len;
+        let base = &src[colon + 1..open];
+        let typed = base
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':' || c.is_ascii_whitespace());
+        if typed && !base.trim().is_empty() && base.len() < 200 {
+            buf[colon..open].fill(b' ');
+            count += 1;
+        }
+    }
+    count
+}
+
+/// A default for a parameter declared as an array or a reference to one,
+/// `const T (&lower)[N] = {}`, is valid C++ that the grammar cannot read.
+/// The `= {…}` is blanked when a `,` or `)` follows it (a variable's
+/// initializer ends in `;` and is left alone).
+pub(super) fn array_parameter_defaults_blanked(buf: &mut [u8]) -> u32 {
+    let mut count = 0;
+    let mut k = 0;
+    while k < buf.len() {
+        if buf[k] != b']' {
+            k += 1;
+            continue;
+        }
+        let eq = k + 1 + spaces(&buf[k + 1..]);
+        if buf.get(eq) != Some(&b'=') || buf.get(eq + 1) == Some(&b'=') {
+            k += 1;
+            continue;
+        }
+        let open = eq + 1 + spaces(&buf[eq + 1..]);
+        if buf.get(open) != Some(&b'{') {
+            k += 1;
+            continue;
+        }
+        let Some(len) = buf[open..].iter().take(200).position(|&c| c == b'}') else {
+            k += 1;
+            continue;
+        };
+        let close = open + len;
+        let inner = &buf[open + 1..close];
+        let after = close + 1 + spaces(&buf[close + 1..]);
+        if !inner.iter().any(|c| matches!(c, b'{' | b';'))
+            && matches!(buf.get(after), Some(b',' | b')'))
+        {
+            buf[eq..=close].fill(b' ');
+            count += 1;
+        }
+        k = close + 1;
+    }
+    count
+}
+
+/// An unnamed pointer to member, `void (Functor::*)(int, T&) const` (how
+/// a traits class deduces a call operator's argument types), is valid C++
+/// that the grammar cannot read; a class of such declarations can take
+/// the whole file into one ERROR node. The class name and its `::` are
+/// blanked, leaving an unnamed pointer to function, `void (*)(int, T&)
+/// const`, which the grammar reads. A named one (`(C::*f)`) is read as
+/// written and left alone.
+pub(super) fn abstract_member_pointers_blanked(buf: &mut [u8]) -> u32 {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(k) = find(&buf[from..], b"::*") {
+        let star = from + k + 2;
+        from = star + 1;
+        let close = star + 1 + spaces(&buf[star + 1..]);
+        if buf.get(close) != Some(&b')') {
+            continue;
+        }
+        // Back over the qualified name to the opening parenthesis.
+        let mut open = star - 2;
+        while open > 0
+            && (buf[open - 1].is_ascii_alphanumeric()
+                || matches!(buf[open - 1], b'_' | b':' | b' ' | b'\t'))
+        {
+            open -= 1;
+        }
+        if open > 0 && buf[open - 1] == b'(' && open < star - 2 {
+            buf[open..star].fill(b' ');
+            count += 1;
+        }
+    }
+    count
 }
 
 /// Integer types written with a size or sign keyword, which the grammar
@@ -320,5 +436,33 @@ template <typename T> unsigned(w);\n";
         assert!(t.contains("}\n               \n  friend bool"), "{t}");
         assert!(t.contains("[[nodiscard]] friendly f();"), "{t}");
         assert!(t.contains("[[maybe_unused]] int x;"), "{t}");
+    }
+
+    #[test]
+    fn unnamed_enum_bases_and_array_parameter_defaults_are_blanked() {
+        let src = "template <class T>\nstruct H {\n  enum : bool { value = false };\n  enum E : int { A };\n  enum class F : std::uint8_t { B };\n  P(const T (&lower)[N], const T (&t)[N] = {}, int u[2] = {1, 2}) {}\n  int a[3] = {1, 2, 3};\n  bool b = x[0] == y;\n};\n";
+        let n = neutralise_default(src);
+        let t = &n.text;
+        assert!(t.contains("  enum        { value = false };"), "{t}");
+        assert!(t.contains("enum E : int { A };"), "{t}");
+        assert!(t.contains("enum class F : std::uint8_t { B };"), "{t}");
+        assert!(
+            t.contains("const T (&t)[N]     , int u[2]         )"),
+            "{t}"
+        );
+        assert!(t.contains("int a[3] = {1, 2, 3};"), "{t}");
+        assert!(t.contains("bool b = x[0] == y;"), "{t}");
+    }
+
+    #[test]
+    fn unnamed_pointers_to_members_lose_their_class() {
+        let src = "struct S {\n  static A d(void (F::*)(M, A&) const);\n  static A e(void (ns::F<T>::*)(M));\n  static A g(void (F::*f)(M));\n  int F::*p;\n};\n";
+        let n = neutralise_default(src);
+        let t = &n.text;
+        assert!(t.contains("static A d(void (   *)(M, A&) const);"), "{t}");
+        // Template arguments stop the walk back: left as written.
+        assert!(t.contains("static A e(void (ns::F<T>::*)(M));"), "{t}");
+        assert!(t.contains("static A g(void (F::*f)(M));"), "{t}");
+        assert!(t.contains("int F::*p;"), "{t}");
     }
 }

@@ -283,6 +283,9 @@ pub fn neutralise(
     count += grammar::has_include_quoted(src, &mut buf);
     count += grammar::functional_casts_called(src, &idents, &mut buf);
     count += grammar::attributes_before_friend_blanked(&mut buf);
+    count += grammar::unnamed_enum_bases_blanked(src, &idents, &mut buf);
+    count += grammar::array_parameter_defaults_blanked(&mut buf);
+    count += grammar::abstract_member_pointers_blanked(&mut buf);
     Neutralised {
         text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
         count,
