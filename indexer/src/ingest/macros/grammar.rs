@@ -257,11 +257,12 @@ const TYPE_WORDS: [&str; 13] = [
 ];
 
 /// Functional casts in expressions that the grammar cannot read:
-/// - to a dependent type, `typename Traits::size_type(n)`: the whole
-///   enclosing expression, often a constructor's initializer list or a
-///   call's arguments, becomes an ERROR node. `typename` is blanked,
-///   leaving a call of the qualified name, which is how the grammar reads
-///   `Traits::size_type(n)` anyway;
+/// - to a dependent type, `typename Traits::size_type(n)` or
+///   `typename Traits::reducer{f}`: the whole enclosing expression, often
+///   a constructor's initializer list or a call's arguments, becomes an
+///   ERROR node. `typename` is blanked, leaving a call (or a braced
+///   initialisation) of the qualified name, which is how the grammar
+///   reads `Traits::size_type(n)` anyway;
 /// - to a sized integer type, `unsigned(rank) == 1`, inside template
 ///   arguments (`enable_if_t<(unsigned(rank) == 1)>`): the keyword is
 ///   written in capitals, same length, leaving a call.
@@ -339,7 +340,7 @@ fn operand_follows(src: &str, from: usize) -> bool {
 }
 
 /// Whether a qualified name (`A::b`, `A<T>::template c<U>`) with at least
-/// one `::` follows `from` and is called. Two words with only space
+/// one `::` follows `from` and is called or brace-initialised. Two words with only space
 /// between them outside template arguments are a declaration
 /// (`typename T::type x`), not a name.
 fn qualified_call(b: &[u8], from: usize) -> bool {
@@ -352,7 +353,7 @@ fn qualified_call(b: &[u8], from: usize) -> bool {
     while i < b.len() && i < from + 400 {
         let c = b[i];
         match c {
-            b'(' if angle == 0 => return scoped,
+            b'(' | b'{' if angle == 0 => return scoped,
             b':' if b.get(i + 1) == Some(&b':') => {
                 scoped = true;
                 i += 1;
@@ -397,7 +398,7 @@ mod tests {
 
     #[test]
     fn functional_casts_in_expressions_become_calls() {
-        let src = "X() : a(typename T::size_type(0)), b(f(typename T::template rebind<U>::type(1))) {}\n\
+        let src = "X() : a(typename T::size_type(0)), b(f(typename T::template rebind<U>::type(1))), c(typename A::R{f}) {}\n\
 template <class V> void g(std::enable_if_t<(unsigned(V::rank) == 1 &&\n    unsigned(V::dim) == 2)>* p = nullptr) {\n\
   for (unsigned i = 0; i < unsigned(n); ++i) return long(x);\n\
 }\n\
@@ -406,6 +407,7 @@ template <typename T> unsigned(w);\n";
         let n = neutralise_default(src);
         let t = &n.text;
         assert!(t.contains("a(         T::size_type(0))"), "{t}");
+        assert!(t.contains("c(         A::R{f})"), "{t}");
         assert!(
             t.contains("f(         T::template rebind<U>::type(1))"),
             "{t}"
