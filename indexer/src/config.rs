@@ -5,7 +5,7 @@
 //! an error rather than a silently ignored setting. The canonical JSON form
 //! of the configuration is hashed into the manifest.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use codegloss_core::embed::{Pooling, Quantization};
@@ -14,6 +14,7 @@ use codegloss_core::retrieve::RetrievalSettings;
 use serde::{Deserialize, Serialize};
 
 use crate::error::IndexError;
+use crate::ingest::macros::GrammarRewrite;
 
 /// The whole indexer configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -212,6 +213,11 @@ pub struct ParseConfig {
     /// letter), that stand directly before a declaration and cause an
     /// ERROR node.
     pub generic_caps_rule: bool,
+    /// Rewrites of valid C++ that the grammar cannot read, left out. Not
+    /// a setting: `codegloss macros` leaves each out in turn to measure
+    /// it.
+    #[serde(skip)]
+    pub grammar_rewrites_off: BTreeSet<GrammarRewrite>,
 }
 
 impl Default for ParseConfig {
@@ -233,6 +239,7 @@ impl Default for ParseConfig {
             ]),
             macro_replacements: BTreeMap::new(),
             generic_caps_rule: true,
+            grammar_rewrites_off: BTreeSet::new(),
         }
     }
 }

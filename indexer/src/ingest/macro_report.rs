@@ -1,7 +1,8 @@
 //! What each macro rule is worth to the parse: for every rule that
 //! neutralisation applies (a configured attribute or replacement, a rule
-//! read from the repository's `#define`s or learned from its uses, and the
-//! ALL_CAPS fallback as one), the files that use it are parsed again
+//! read from the repository's `#define`s or learned from its uses, the
+//! ALL_CAPS fallback as one, and each rewrite of valid C++ that the
+//! grammar cannot read), the files that use it are parsed again
 //! without that one rule, and the function bodies that fall into ERROR
 //! nodes and the ERROR nodes that appear are counted. That is the rule's
 //! marginal worth, given every other rule; a rule that the ALL_CAPS
@@ -21,7 +22,7 @@ use serde::Serialize;
 use crate::config::{Config, ParseConfig};
 use crate::error::IndexError;
 use crate::ingest::cpp::{count_errors, cpp_parser, function_error_counts, neutralised_tree};
-use crate::ingest::macros::{code_identifiers, MacroRule, RepoMacros};
+use crate::ingest::macros::{code_identifiers, neutralise, GrammarRewrite, MacroRule, RepoMacros};
 use crate::ingest::{file, walk};
 
 /// Parse quality of one text or of a whole repository.
@@ -57,6 +58,9 @@ pub enum Origin {
     CapsFallback,
     /// Every rule of [`Origin::Repository`] at once.
     AllRepository,
+    /// A rewrite of valid C++ that the grammar cannot read
+    /// ([`GrammarRewrite`]).
+    Grammar,
 }
 
 /// What one rule is worth.
@@ -113,13 +117,20 @@ struct Candidate {
     name: String,
     origin: Origin,
     rule: String,
+    /// The grammar rewrite, for [`Origin::Grammar`].
+    grammar: Option<GrammarRewrite>,
 }
 
 impl Candidate {
     /// Uses in code of the names this rule rewrites, from a file's
-    /// identifier counts; None for the fallback and the group, which may
-    /// act on any file.
-    fn uses_in(&self, words: &BTreeMap<&str, usize>) -> Option<usize> {
+    /// identifier counts (a grammar rewrite's, from how often it applied
+    /// in the file); None for the fallback and the group, which may act on
+    /// any file.
+    fn uses_in(&self, words: &BTreeMap<&str, usize>, grammar: &[u32; 8]) -> Option<usize> {
+        if let Some(r) = self.grammar {
+            let k = GrammarRewrite::ALL.iter().position(|g| *g == r)?;
+            return Some(grammar[k] as usize);
+        }
         match (self.origin, self.name.strip_suffix('*')) {
             (Origin::CapsFallback | Origin::AllRepository, _) => None,
             (Origin::ConfiguredAttribute, Some(prefix)) => Some(
@@ -146,6 +157,7 @@ impl Candidate {
             }
             Origin::CapsFallback => cfg.generic_caps_rule = false,
             Origin::AllRepository => repo.rules.clear(),
+            Origin::Grammar => cfg.grammar_rewrites_off.extend(self.grammar),
         }
         (cfg, repo)
     }
@@ -195,6 +207,7 @@ pub fn macro_report(
             name: m.clone(),
             origin: Origin::ConfiguredAttribute,
             rule: "blank".into(),
+            grammar: None,
         });
     }
     for (m, r) in &cfg.macro_replacements {
@@ -202,6 +215,7 @@ pub fn macro_report(
             name: m.clone(),
             origin: Origin::ConfiguredReplacement,
             rule: format!("replace by {r}"),
+            grammar: None,
         });
     }
     for (m, r) in &repo.rules {
@@ -209,6 +223,7 @@ pub fn macro_report(
             name: m.clone(),
             origin: Origin::Repository,
             rule: describe(r),
+            grammar: None,
         });
     }
     if cfg.generic_caps_rule {
@@ -216,6 +231,7 @@ pub fn macro_report(
             name: "ALL_CAPS".into(),
             origin: Origin::CapsFallback,
             rule: "blank (fallback)".into(),
+            grammar: None,
         });
     }
     if !repo.rules.is_empty() {
@@ -223,7 +239,18 @@ pub fn macro_report(
             name: format!("all {} repository rules", repo.rules.len()),
             origin: Origin::AllRepository,
             rule: "as each".into(),
+            grammar: None,
         });
+    }
+    for r in GrammarRewrite::ALL {
+        if !cfg.grammar_rewrites_off.contains(&r) {
+            candidates.push(Candidate {
+                name: r.as_str().into(),
+                origin: Origin::Grammar,
+                rule: "same-length rewrite".into(),
+                grammar: Some(r),
+            });
+        }
     }
     // Uses of each candidate per file.
     let words: Vec<BTreeMap<&str, usize>> = texts
@@ -236,14 +263,24 @@ pub fn macro_report(
             m
         })
         .collect();
+    // How often each grammar rewrite applies per file.
+    let grammar: Vec<[u32; 8]> = texts
+        .par_iter()
+        .map(|t| {
+            let (attributes, replacements) = (&cfg.attribute_macros, &cfg.macro_replacements);
+            neutralise(t, attributes, replacements, repo, &cfg.grammar_rewrites_off).grammar
+        })
+        .collect();
     // (rule, file, uses) for each file a rule may act on.
     let pairs: Vec<(usize, usize, usize)> = (0..candidates.len())
         .flat_map(|c| (0..texts.len()).map(move |f| (c, f)))
-        .filter_map(|(c, f)| match candidates[c].uses_in(&words[f]) {
-            None => Some((c, f, 0)),
-            Some(0) => None,
-            Some(n) => Some((c, f, n)),
-        })
+        .filter_map(
+            |(c, f)| match candidates[c].uses_in(&words[f], &grammar[f]) {
+                None => Some((c, f, 0)),
+                Some(0) => None,
+                Some(n) => Some((c, f, n)),
+            },
+        )
         .collect();
     // A grammar that does not load fails here, once, with its own error.
     cpp_parser()?;
@@ -330,10 +367,41 @@ mod tests {
         let e = r.rules.iter().find(|e| e.name == "LIB_EXPORT").unwrap();
         assert_eq!((e.files, e.uses), (1, 2));
         assert!(e.bodies_rescued > 0 && e.errors_removed > 0, "{e:?}");
+        // Each grammar rewrite is measured where it applies.
+        let g = r
+            .rules
+            .iter()
+            .find(|e| e.origin == Origin::Grammar && e.name == "functional cast")
+            .unwrap();
+        assert_eq!((g.files, g.uses, g.bodies_rescued), (0, 0, 0), "{g:?}");
         // The most useful rules come first.
         assert!(r
             .rules
             .windows(2)
             .all(|w| w[0].bodies_rescued >= w[1].bodies_rescued));
+    }
+
+    #[test]
+    fn each_grammar_rewrite_is_credited_where_it_applies() {
+        let src = "struct P {\n  P() : m_s(typename T::space()), m_n(0) {}\n  int n() const { return m_n; }\n};\nvoid after() {}\n";
+        let texts = [src];
+        let repo = RepoMacros::from_sources(texts);
+        let cfg = ParseConfig::default();
+        let r = macro_report(&texts, &cfg, &repo, &ProgressBar::hidden()).unwrap();
+        assert_eq!(r.quality.functions_in_error, 0, "{r:?}");
+        let g = r
+            .rules
+            .iter()
+            .find(|e| e.name == "functional cast")
+            .unwrap();
+        assert_eq!((g.origin, g.files, g.uses), (Origin::Grammar, 1, 1));
+        assert!(g.bodies_rescued > 0 && g.errors_removed > 0, "{g:?}");
+        // Rewrites that never applied are listed, with no files.
+        let k = r
+            .rules
+            .iter()
+            .find(|e| e.name == "kernel launch configuration")
+            .unwrap();
+        assert_eq!((k.files, k.bodies_rescued), (0, 0));
     }
 }

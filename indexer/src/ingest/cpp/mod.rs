@@ -185,7 +185,13 @@ fn rewritten_tree(
     cfg: &ParseConfig,
     repo: &RepoMacros,
 ) -> Result<(String, tree_sitter::Tree, u32), IndexError> {
-    let n = macros::neutralise(src, &cfg.attribute_macros, &cfg.macro_replacements, repo);
+    let n = macros::neutralise(
+        src,
+        &cfg.attribute_macros,
+        &cfg.macro_replacements,
+        repo,
+        &cfg.grammar_rewrites_off,
+    );
     let (mut text, mut count) = (n.text, n.count);
     let mut tree = parser.parse(&text, None).ok_or(IndexError::NoSyntaxTree)?;
     // Conditionals that split a declaration first: the macros near an

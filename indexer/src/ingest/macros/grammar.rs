@@ -8,7 +8,91 @@
 //! every rewrite they keep each byte's offset and line, so spans stay
 //! exact.
 
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
 use super::blank;
+
+/// One same-length rewrite of valid C++ that the grammar cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrammarRewrite {
+    /// A CUDA or HIP launch configuration, `<<<grid, block>>>`.
+    KernelLaunch,
+    /// An unnamed defaulted pointer or reference parameter.
+    UnnamedDefaultedParameter,
+    /// `__has_include(<header>)` in a directive.
+    HasInclude,
+    /// A functional cast to a dependent or sized integer type.
+    FunctionalCast,
+    /// An attribute before `friend`.
+    AttributeBeforeFriend,
+    /// The underlying type of an unnamed enumeration.
+    UnnamedEnumBase,
+    /// The default of an array parameter.
+    ArrayParameterDefault,
+    /// An unnamed pointer to member.
+    UnnamedMemberPointer,
+}
+
+impl GrammarRewrite {
+    /// Every rewrite, in the order they run.
+    pub const ALL: [GrammarRewrite; 8] = [
+        GrammarRewrite::KernelLaunch,
+        GrammarRewrite::UnnamedDefaultedParameter,
+        GrammarRewrite::HasInclude,
+        GrammarRewrite::FunctionalCast,
+        GrammarRewrite::AttributeBeforeFriend,
+        GrammarRewrite::UnnamedEnumBase,
+        GrammarRewrite::ArrayParameterDefault,
+        GrammarRewrite::UnnamedMemberPointer,
+    ];
+
+    /// The rewrite's name in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrammarRewrite::KernelLaunch => "kernel launch configuration",
+            GrammarRewrite::UnnamedDefaultedParameter => "unnamed defaulted parameter",
+            GrammarRewrite::HasInclude => "__has_include(<header>)",
+            GrammarRewrite::FunctionalCast => "functional cast",
+            GrammarRewrite::AttributeBeforeFriend => "attribute before friend",
+            GrammarRewrite::UnnamedEnumBase => "unnamed enum's underlying type",
+            GrammarRewrite::ArrayParameterDefault => "array parameter default",
+            GrammarRewrite::UnnamedMemberPointer => "unnamed pointer to member",
+        }
+    }
+}
+
+/// Run every rewrite but those in `off`, in [`GrammarRewrite::ALL`]'s
+/// order, on `buf` (the text after the macro rewrites); how often each
+/// applied, in the same order.
+pub(super) fn rewrite(
+    src: &str,
+    idents: &[(usize, usize)],
+    buf: &mut [u8],
+    off: &BTreeSet<GrammarRewrite>,
+) -> [u32; 8] {
+    let mut counts = [0; 8];
+    for (k, r) in GrammarRewrite::ALL.into_iter().enumerate() {
+        if off.contains(&r) {
+            continue;
+        }
+        counts[k] = match r {
+            GrammarRewrite::KernelLaunch => kernel_launches_blanked(src, buf),
+            GrammarRewrite::UnnamedDefaultedParameter => {
+                unnamed_defaulted_parameters_named(src, buf)
+            }
+            GrammarRewrite::HasInclude => has_include_quoted(src, buf),
+            GrammarRewrite::FunctionalCast => functional_casts_called(src, idents, buf),
+            GrammarRewrite::AttributeBeforeFriend => attributes_before_friend_blanked(buf),
+            GrammarRewrite::UnnamedEnumBase => unnamed_enum_bases_blanked(src, idents, buf),
+            GrammarRewrite::ArrayParameterDefault => array_parameter_defaults_blanked(buf),
+            GrammarRewrite::UnnamedMemberPointer => abstract_member_pointers_blanked(buf),
+        };
+    }
+    counts
+}
 
 /// `__has_include(<header>)` in a directive becomes
 /// `__has_include("header")`, same length, which the grammar's

@@ -15,7 +15,7 @@
 //! length and makes them parse as a template type. Valid C++ that the
 //! grammar cannot read is rewritten the same way ([`grammar`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 mod caps;
 pub mod defines;
@@ -23,6 +23,7 @@ mod grammar;
 
 pub use caps::{blank_identifier, caps_use, is_all_caps, is_fallback_candidate, CapsUse};
 pub use defines::{MacroRule, RepoMacros};
+pub use grammar::GrammarRewrite;
 
 /// Is `b` a byte that can continue a C identifier?
 fn ident_byte(b: u8) -> bool {
@@ -209,6 +210,9 @@ pub struct Neutralised {
     pub text: String,
     /// Number of occurrences rewritten.
     pub count: u32,
+    /// Of those, the grammar rewrites', one count per
+    /// [`GrammarRewrite::ALL`].
+    pub grammar: [u32; 8],
 }
 
 /// Where the `(` that follows `end` (after blanks) is, if one does.
@@ -235,6 +239,7 @@ pub fn neutralise(
     attribute_macros: &[String],
     replacements: &BTreeMap<String, String>,
     repo: &RepoMacros,
+    grammar_off: &BTreeSet<GrammarRewrite>,
 ) -> Neutralised {
     let mut buf = src.as_bytes().to_vec();
     let mut count = 0u32;
@@ -278,17 +283,11 @@ pub fn neutralise(
     count += macro_types_to_templates(src, &idents, &mut buf);
     count += code_arguments_to_blocks(src, &idents, &mut buf);
     count += brace_arguments_kept(src, &idents, &mut buf);
-    count += grammar::kernel_launches_blanked(src, &mut buf);
-    count += grammar::unnamed_defaulted_parameters_named(src, &mut buf);
-    count += grammar::has_include_quoted(src, &mut buf);
-    count += grammar::functional_casts_called(src, &idents, &mut buf);
-    count += grammar::attributes_before_friend_blanked(&mut buf);
-    count += grammar::unnamed_enum_bases_blanked(src, &idents, &mut buf);
-    count += grammar::array_parameter_defaults_blanked(&mut buf);
-    count += grammar::abstract_member_pointers_blanked(&mut buf);
+    let grammar = grammar::rewrite(src, &idents, &mut buf, grammar_off);
     Neutralised {
         text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
-        count,
+        count: count + grammar.iter().sum::<u32>(),
+        grammar,
     }
 }
 
@@ -413,6 +412,7 @@ pub fn attributes_before_keywords(src: &str) -> Neutralised {
     Neutralised {
         text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
         count,
+        grammar: [0; 8],
     }
 }
 
@@ -550,6 +550,7 @@ mod tests {
             &c.attribute_macros,
             &c.macro_replacements,
             &RepoMacros::default(),
+            &BTreeSet::new(),
         );
         assert_eq!(n.text.len(), src.len(), "{}", n.text);
         n
@@ -567,7 +568,13 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let n = neutralise(src, &attributes, &replacements, &RepoMacros::default());
+        let n = neutralise(
+            src,
+            &attributes,
+            &replacements,
+            &RepoMacros::default(),
+            &BTreeSet::new(),
+        );
         assert_eq!(n.text.len(), src.len(), "{}", n.text);
         n
     }
@@ -592,7 +599,7 @@ mod tests {
         let defs = "#define LIB_HD __host__ __device__\n#define LIB_FN LIB_HD inline\n#define LIB_L [=] LIB_HD\n#define LIB_DEPR(m) [[deprecated(m)]]\n#define LIB_STRIP(x) x\n";
         let repo = RepoMacros::from_sources([defs]);
         let src = "LIB_FN int f();\nLIB_DEPR(\"old\") void g();\nvoid h() { run(LIB_L(int i) { k(LIB_STRIP(i)); }); }\n";
-        let n = neutralise(src, &[], &BTreeMap::new(), &repo);
+        let n = neutralise(src, &[], &BTreeMap::new(), &repo, &BTreeSet::new());
         assert_eq!(n.count, 4);
         let words: Vec<&str> = n.text.split_whitespace().collect();
         assert_eq!(
@@ -607,7 +614,7 @@ mod tests {
         let defs = "#if defined(_MSC_VER)\n#define LIB_WARN_POP_() __pragma(warning(pop))\n#else\n#define LIB_WARN_POP_()\n#endif\n";
         let repo = RepoMacros::from_sources([defs]);
         let src = "LIB_WARN_POP_()\nint f() { return 1; }\n";
-        let n = neutralise(src, &[], &BTreeMap::new(), &repo);
+        let n = neutralise(src, &[], &BTreeMap::new(), &repo, &BTreeSet::new());
         assert_eq!(n.count, 1);
         assert_eq!(
             n.text.split_whitespace().collect::<Vec<_>>().join(" "),
@@ -621,7 +628,7 @@ mod tests {
         let defs = "#define MAKE_NAME(T) template <> struct name_of<T> { static const char* get() { return #T; } };\n";
         let repo = RepoMacros::from_sources([defs]);
         let src = "MAKE_NAME(int)\n  MAKE_NAME(long long);  // two\nint f() { return 1; }\nMAKE_NAME(x) {\n}\nauto s = MAKE_NAME(y);\n";
-        let n = neutralise(src, &[], &BTreeMap::new(), &repo);
+        let n = neutralise(src, &[], &BTreeMap::new(), &repo, &BTreeSet::new());
         assert_eq!(n.count, 2, "{}", n.text);
         let lines: Vec<&str> = n.text.lines().map(str::trim).collect();
         assert_eq!(
