@@ -240,7 +240,7 @@ pub(super) fn unnamed_enum_bases_blanked(
         if b.get(colon) != Some(&b':') || b.get(colon + 1) == Some(&b':') {
             continue;
         }
-        let Some(len) = src[colon..].find('{') else {
+        let Some(len) = b[colon..].iter().take(200).position(|&c| c == b'{') else {
             continue;
         };
         let open = colon + len;
@@ -248,7 +248,7 @@ pub(super) fn unnamed_enum_bases_blanked(
         let typed = base
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':' || c.is_ascii_whitespace());
-        if typed && !base.trim().is_empty() && base.len() < 200 {
+        if typed && !base.trim().is_empty() {
             buf[colon..open].fill(b' ');
             count += 1;
         }
@@ -313,9 +313,11 @@ pub(super) fn abstract_member_pointers_blanked(buf: &mut [u8]) -> u32 {
         if buf.get(close) != Some(&b')') {
             continue;
         }
-        // Back over the qualified name to the opening parenthesis.
+        // Back over the qualified name to the opening parenthesis (a name
+        // of reasonable length: a long line of them stays linear).
         let mut open = star - 2;
         while open > 0
+            && star - open < 200
             && (buf[open - 1].is_ascii_alphanumeric()
                 || matches!(buf[open - 1], b'_' | b':' | b' ' | b'\t'))
         {
