@@ -22,7 +22,9 @@ use serde::Serialize;
 use crate::config::{Config, ParseConfig};
 use crate::error::IndexError;
 use crate::ingest::cpp::{count_errors, cpp_parser, function_error_counts, neutralised_tree};
-use crate::ingest::macros::{code_identifiers, neutralise, GrammarRewrite, MacroRule, RepoMacros};
+use crate::ingest::macros::{
+    code_identifiers, neutralise, GrammarCounts, GrammarRewrite, MacroRule, RepoMacros,
+};
 use crate::ingest::{file, walk};
 
 /// Parse quality of one text or of a whole repository.
@@ -126,7 +128,7 @@ impl Candidate {
     /// identifier counts (a grammar rewrite's, from how often it applied
     /// in the file); None for the fallback and the group, which may act on
     /// any file.
-    fn uses_in(&self, words: &BTreeMap<&str, usize>, grammar: &[u32; 8]) -> Option<usize> {
+    fn uses_in(&self, words: &BTreeMap<&str, usize>, grammar: &GrammarCounts) -> Option<usize> {
         if let Some(r) = self.grammar {
             let k = GrammarRewrite::ALL.iter().position(|g| *g == r)?;
             return Some(grammar[k] as usize);
@@ -264,7 +266,7 @@ pub fn macro_report(
         })
         .collect();
     // How often each grammar rewrite applies per file.
-    let grammar: Vec<[u32; 8]> = texts
+    let grammar: Vec<GrammarCounts> = texts
         .par_iter()
         .map(|t| {
             let (attributes, replacements) = (&cfg.attribute_macros, &cfg.macro_replacements);

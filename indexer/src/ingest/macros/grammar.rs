@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::blank;
+use super::{blank, paren_after, spaces};
 
 /// One same-length rewrite of valid C++ that the grammar cannot read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -35,6 +35,10 @@ pub enum GrammarRewrite {
     /// An unnamed pointer to member.
     UnnamedMemberPointer,
 }
+
+/// How often each grammar rewrite applied, one count per
+/// [`GrammarRewrite::ALL`].
+pub type GrammarCounts = [u32; GrammarRewrite::ALL.len()];
 
 impl GrammarRewrite {
     /// Every rewrite, in the order they run.
@@ -72,8 +76,8 @@ pub(super) fn rewrite(
     idents: &[(usize, usize)],
     buf: &mut [u8],
     off: &BTreeSet<GrammarRewrite>,
-) -> [u32; 8] {
-    let mut counts = [0; 8];
+) -> GrammarCounts {
+    let mut counts = GrammarCounts::default();
     for (k, r) in GrammarRewrite::ALL.into_iter().enumerate() {
         if off.contains(&r) {
             continue;
@@ -200,7 +204,7 @@ pub(super) fn attributes_before_friend_blanked(buf: &mut [u8]) -> u32 {
             continue;
         }
         let rest = &buf[close..];
-        let ws = rest.iter().take_while(|c| c.is_ascii_whitespace()).count();
+        let ws = spaces(rest);
         let word = &rest[ws..];
         let friend = word.starts_with(b"friend")
             && word
@@ -374,8 +378,10 @@ pub(super) fn functional_casts_called(src: &str, idents: &[(usize, usize)], buf:
             continue;
         }
         if sized {
-            let ws = spaces(&b[e..]);
-            if b.get(e + ws) != Some(&b'(') || !operand_follows(src, e + ws + 1) {
+            let Some(open) = paren_after(b, e) else {
+                continue;
+            };
+            if !operand_follows(src, open + 1) {
                 continue;
             }
             buf[s..e].make_ascii_uppercase();
@@ -386,11 +392,6 @@ pub(super) fn functional_casts_called(src: &str, idents: &[(usize, usize)], buf:
         }
     }
     count
-}
-
-/// Spaces, tabs and line ends at the start of `b`.
-fn spaces(b: &[u8]) -> usize {
-    b.iter().take_while(|c| c.is_ascii_whitespace()).count()
 }
 
 /// Whether the word at `s` stands where an expression does, by the code

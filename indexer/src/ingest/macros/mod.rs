@@ -23,7 +23,7 @@ mod grammar;
 
 pub use caps::{blank_identifier, caps_use, is_all_caps, is_fallback_candidate, CapsUse};
 pub use defines::{MacroRule, RepoMacros};
-pub use grammar::GrammarRewrite;
+pub use grammar::{GrammarCounts, GrammarRewrite};
 
 /// Is `b` a byte that can continue a C identifier?
 fn ident_byte(b: u8) -> bool {
@@ -212,15 +212,17 @@ pub struct Neutralised {
     pub count: u32,
     /// Of those, the grammar rewrites', one count per
     /// [`GrammarRewrite::ALL`].
-    pub grammar: [u32; 8],
+    pub grammar: GrammarCounts,
+}
+
+/// Spaces, tabs and line ends at the start of `b`.
+fn spaces(b: &[u8]) -> usize {
+    b.iter().take_while(|c| c.is_ascii_whitespace()).count()
 }
 
 /// Where the `(` that follows `end` (after blanks) is, if one does.
 fn paren_after(b: &[u8], end: usize) -> Option<usize> {
-    let ws = b[end..]
-        .iter()
-        .take_while(|c| c.is_ascii_whitespace())
-        .count();
+    let ws = spaces(&b[end..]);
     (b.get(end + ws) == Some(&b'(')).then_some(end + ws)
 }
 
@@ -412,7 +414,7 @@ pub fn attributes_before_keywords(src: &str) -> Neutralised {
     Neutralised {
         text: String::from_utf8(buf).unwrap_or_else(|_| src.to_string()),
         count,
-        grammar: [0; 8],
+        grammar: GrammarCounts::default(),
     }
 }
 
@@ -480,25 +482,15 @@ fn code_arguments_to_blocks(src: &str, idents: &[(usize, usize)], buf: &mut [u8]
         if !(before.is_empty() || before.ends_with([';', '{', '}', ')', ':'])) {
             continue;
         }
-        let ws = b[e..]
-            .iter()
-            .take_while(|c| c.is_ascii_whitespace())
-            .count();
-        let open = e + ws;
-        if b.get(open) != Some(&b'(') {
+        let Some(open) = paren_after(b, e) else {
             continue;
-        }
+        };
         let Some(close) = code_group_close(src, open) else {
             continue;
         };
-        let ws = b[open + 1..close]
-            .iter()
-            .take_while(|c| c.is_ascii_whitespace())
-            .count();
-        let inner_open = open + 1 + ws;
-        if b.get(inner_open) != Some(&b'(') {
+        let Some(inner_open) = paren_after(&b[..close], open + 1) else {
             continue;
-        }
+        };
         let Some(inner_close) = code_group_close(src, inner_open) else {
             continue;
         };
