@@ -482,6 +482,26 @@ impl LexicalIndex {
         Ok(v)
     }
 
+    /// Whether the run that holds `key` in the vocabulary's order is here
+    /// (always, natively). A key before the first run's first term belongs
+    /// to the first run. When it is not loaded its first term id is
+    /// recorded as wanted ([`LexicalIndex::take_wanted`]): the name lookups
+    /// keyed like the vocabulary ([`crate::retrieve::Corpus::symbols`])
+    /// arrive with the run's postings.
+    pub fn holds_run_of(&self, key: &str) -> bool {
+        let Some(runs) = &self.runs else {
+            return true;
+        };
+        let Some(r) = runs.of(key).or((!runs.starts.is_empty()).then_some(0)) else {
+            return true;
+        };
+        if runs.slots[r].is_none() {
+            self.wanted.lock().insert(runs.starts[r].1 as usize);
+            return false;
+        }
+        true
+    }
+
     /// Where a term's posting list sits in `postings`; `None` for a term
     /// not in the vocabulary, or (in runs) in a run not loaded yet, which
     /// is then recorded as wanted.
@@ -677,6 +697,11 @@ mod tests {
         // Before the first run's first term: absent, nothing to fetch.
         assert!(runs.chunks_with("aaa").is_empty());
         assert!(runs.take_wanted().is_empty());
+        // A key looked up in the vocabulary's order (a name) needs the run
+        // that holds it, the first run for a key before every term.
+        assert!(!runs.holds_run_of("haloexchange") && !runs.holds_run_of("aaa"));
+        assert_eq!(runs.take_wanted(), vec![0, 2]);
+        assert!(whole.holds_run_of("aaa") && whole.take_wanted().is_empty());
         // Runs load in any order; loading one twice changes nothing.
         load(&whole, &mut runs, 4, 1);
         load(&whole, &mut runs, 2, 2);
@@ -691,6 +716,7 @@ mod tests {
         }
         let q: Vec<String> = ["ghost", "halo", "mesh"].map(String::from).to_vec();
         assert_eq!(runs.scores(&q), whole.scores(&q));
+        assert!(runs.holds_run_of("haloexchange") && runs.holds_run_of("aaa"));
         assert!(runs.take_wanted().is_empty());
         // A run the index does not list is ignored.
         load(&whole, &mut runs, 1, 1);

@@ -6,6 +6,18 @@
 
 use std::path::PathBuf;
 
+/// Questions over the fixture of the router's main intents: a symbol
+/// written as code, plain words, a file, a build question, a qualified
+/// name's calls, a workflow.
+pub const FIXTURE_QUESTIONS: [&str; 6] = [
+    "Where is accumulateHalo defined?",
+    "How are halo cells exchanged between neighbouring ranks?",
+    "What is the purpose of Picsim.cpp?",
+    "How do I build the project with heFFTe?",
+    "What does picsim::detail::HaloCells::fillHalo call?",
+    "How does the particle layout update particles after a push?",
+];
+
 /// Path of the fixture repository.
 pub fn fixture_repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/sci-demo")

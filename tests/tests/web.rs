@@ -15,7 +15,7 @@ use codegloss_core::web::{
 };
 use codegloss_core::{CoreError, IndexData};
 use codegloss_indexer::{ingest::build, Config};
-use codegloss_tests::fixture_repo;
+use codegloss_tests::{fixture_repo, FIXTURE_QUESTIONS as QUESTIONS};
 use indicatif::ProgressBar;
 
 fn native() -> &'static (Manifest, IndexData, LexicalIndex) {
@@ -70,15 +70,6 @@ fn load_text_directory(w: &mut WebIndex, s: &SiteIndex) {
         .unwrap();
     w.add_text(p, bytes_of(s, &d.name)).unwrap();
 }
-
-const QUESTIONS: [&str; 6] = [
-    "Where is accumulateHalo defined?",
-    "How are halo cells exchanged between neighbouring ranks?",
-    "What is the purpose of Picsim.cpp?",
-    "How do I build the project with heFFTe?",
-    "What does picsim::detail::HaloCells::fillHalo call?",
-    "How does the particle layout update particles after a push?",
-];
 
 #[test]
 fn shards_are_content_addressed_and_sized() {

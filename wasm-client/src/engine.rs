@@ -262,7 +262,7 @@ impl Engine {
             .enumerate()
             .map(|(i, rc)| {
                 let c = &data.chunks[rc.chunk as usize];
-                let e = &data.entities[c.entity as usize];
+                let e = self.index.corpus.named(c.entity);
                 // Lines arrive with the chunk's text.
                 let lines = self.index.has_text(rc.chunk);
                 json!({

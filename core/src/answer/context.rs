@@ -211,7 +211,7 @@ fn doc_comment<'a>(corpus: &'a Corpus, chunk: u32, earlier: &[(String, usize)]) 
 fn heading(corpus: &Corpus, n: u32, chunk: u32, location: &str, doc: Option<&str>) -> String {
     let data = &corpus.data;
     let c = &data.chunks[chunk as usize];
-    let e = &data.entities[c.entity as usize];
+    let e = corpus.named(c.entity);
     let mut s = format!(
         "[{n}] {} ({}) {location}\n",
         e.qualified_name,
@@ -438,7 +438,8 @@ pub fn build_context(
         .iter()
         .filter(|rc| rc.role == Role::Primary)
         .map(|rc| {
-            data.entities[data.chunks[rc.chunk as usize].entity as usize]
+            corpus
+                .named(data.chunks[rc.chunk as usize].entity)
                 .name
                 .as_str()
         })
@@ -454,7 +455,7 @@ pub fn build_context(
     let mut used = 0usize;
     for rc in &retrieval.chunks {
         let c = &data.chunks[rc.chunk as usize];
-        let e = &data.entities[c.entity as usize];
+        let e = corpus.named(c.entity);
         let has_text = !c.code.trim().is_empty() && e.kind != EntityKind::Module;
         if has_text && c.start_line > 0 && is_shown(&shown, c) {
             continue;

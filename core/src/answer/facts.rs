@@ -70,7 +70,7 @@ fn targets(corpus: &Corpus, entity: u32, kind: EdgeKind, outgoing: bool) -> Vec<
     let mut out = Vec::new();
     for (k, t) in edges {
         if *k == kind {
-            let e = &corpus.data.entities[*t as usize];
+            let e = corpus.named(*t);
             let name = match e.kind {
                 EntityKind::File | EntityKind::Module => e.qualified_name.as_str(),
                 _ => e.name.as_str(),
@@ -86,16 +86,15 @@ fn targets(corpus: &Corpus, entity: u32, kind: EdgeKind, outgoing: bool) -> Vec<
 /// declares that block's members).
 fn declared(corpus: &Corpus, entity: u32) -> Vec<String> {
     let mut out = Vec::new();
-    let data = &corpus.data;
     for (k, t) in corpus.out_edges(entity) {
         if *k != EdgeKind::Contains {
             continue;
         }
-        let child = &data.entities[*t as usize];
+        let child = corpus.named(*t);
         if child.kind == EntityKind::Namespace {
             for (k2, t2) in corpus.out_edges(*t) {
                 if *k2 == EdgeKind::Contains {
-                    push_unique(&mut out, &data.entities[*t2 as usize].qualified_name);
+                    push_unique(&mut out, &corpus.named(*t2).qualified_name);
                 }
             }
         } else {
@@ -164,7 +163,7 @@ fn relations(corpus: &Corpus, id: u32, e: &Entity) -> Vec<String> {
 /// The fact line of excerpt `n`, whose entity is `id`, showing lines
 /// `location` (`path` or `path:a-b`).
 pub(super) fn fact_line(corpus: &Corpus, n: u32, id: u32, location: &str) -> String {
-    let e = &corpus.data.entities[id as usize];
+    let e = corpus.named(id);
     let mut s = format!(
         "- [{n}] `{}` ({}, {location})",
         e.qualified_name,

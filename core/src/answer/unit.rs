@@ -220,7 +220,7 @@ pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
         return ids;
     }
     if e.kind == EntityKind::DocSection {
-        let prefix = format!("{} > ", e.qualified_name);
+        let prefix = format!("{} > ", corpus.named(c.entity).qualified_name);
         let mut ids: Vec<&crate::model::Chunk> = data
             .chunks
             .iter()
@@ -228,9 +228,7 @@ pub fn unit_chunks(corpus: &Corpus, chunk: u32) -> Vec<u32> {
                 o.path == c.path
                     && o.entity_type == EntityKind::DocSection
                     && (o.entity == c.entity
-                        || data.entities[o.entity as usize]
-                            .qualified_name
-                            .starts_with(&prefix))
+                        || corpus.named(o.entity).qualified_name.starts_with(&prefix))
             })
             .collect();
         sort_by_key(&mut ids, |o| (o.start_line, o.part));

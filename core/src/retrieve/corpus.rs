@@ -50,6 +50,8 @@ pub struct Corpus {
     pub by_symbol: BTreeMap<String, Vec<u32>>,
     /// Lower-case symbol name → entity ids.
     pub by_symbol_lower: BTreeMap<String, Vec<u32>>,
+    /// Lower-case chunk symbol name → chunk ids ([`Corpus::chunks_named`]).
+    pub chunks_by_symbol_lower: BTreeMap<String, Vec<u32>>,
     /// Lower-case module name (last folder) → module entity ids.
     pub by_module: BTreeMap<String, Vec<u32>>,
     /// The graph's edges per entity, both ways ([`Corpus::out_edges`],
@@ -65,6 +67,15 @@ pub struct Corpus {
     /// Text facts per chunk: retrieval ranks from these, never from the
     /// text itself, so a corpus whose text is not loaded ranks the same.
     pub features: TextFeatures,
+    /// Where entity and chunk names load per range of files (the browser);
+    /// `None`: every name is here. Read through [`Corpus::named`].
+    pub name_ranges: Option<super::names::NameRanges>,
+    /// Whether the name lookups (`by_symbol`, `by_symbol_lower`,
+    /// `chunks_by_symbol_lower`, `callable_vocabulary`, `acronyms`) arrive
+    /// with the keyword index's runs, each key with the run that holds it
+    /// in the vocabulary's order; read through [`Corpus::symbols`] and its
+    /// siblings.
+    pub lookups_in_runs: bool,
 }
 
 impl Corpus {
@@ -142,6 +153,13 @@ impl Corpus {
             let base = name.split('.').next().unwrap_or(name);
             acronyms.extend(acronyms_of(base));
         }
+        let mut chunks_by_symbol_lower: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for c in &data.chunks {
+            chunks_by_symbol_lower
+                .entry(c.symbol_name.to_lowercase())
+                .or_default()
+                .push(c.id);
+        }
         let mut by_file_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         let mut by_base_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for f in &data.files {
@@ -172,11 +190,14 @@ impl Corpus {
             by_base_name,
             by_symbol,
             by_symbol_lower,
+            chunks_by_symbol_lower,
             by_module,
             graph,
             callable_vocabulary,
             acronyms,
             features,
+            name_ranges: None,
+            lookups_in_runs: false,
         }
     }
 
@@ -193,17 +214,6 @@ impl Corpus {
     /// The call chain that summarizes `entity`, if any.
     pub fn call_chain(&self, entity: u32) -> Option<u32> {
         self.graph.call_chain(entity)
-    }
-
-    /// Whether a name (any case) names a namespace of the index: such a
-    /// name qualifies everything and anchors nothing.
-    pub fn is_namespace(&self, name: &str) -> bool {
-        self.by_symbol_lower
-            .get(&name.to_lowercase())
-            .is_some_and(|ids| {
-                ids.iter()
-                    .any(|&e| self.data.entities[e as usize].kind == EntityKind::Namespace)
-            })
     }
 
     /// The first chunk of an entity.

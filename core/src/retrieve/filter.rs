@@ -103,13 +103,13 @@ pub(super) fn final_filter(
         .collect();
     let mut keep = Vec::new();
     for (i, rc) in chosen.iter().enumerate() {
-        let c = &data.chunks[rc.chunk as usize];
+        let c = corpus.named_chunk(rc.chunk);
         let weak = q[i] <= WEAK_QUALITY_MAX
             && (data.entities[c.entity as usize].gloss.source
                 == GlossSource::SkippedLowInformation
                 || is_trivial_declaration(corpus, c));
         let better = chosen.iter().enumerate().any(|(j, other)| {
-            let o = &data.chunks[other.chunk as usize];
+            let o = corpus.named_chunk(other.chunk);
             j != i
                 && (o.path == c.path || o.symbol_name == c.symbol_name)
                 && q[j] >= BETTER_QUALITY_MIN

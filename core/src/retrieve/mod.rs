@@ -25,6 +25,7 @@ pub mod features;
 mod file_evidence;
 mod filter;
 pub mod graph;
+pub mod names;
 pub mod partitioned;
 mod pool;
 mod rerank;
@@ -155,7 +156,7 @@ impl RetrievedChunk {
     /// diagnostics (sources, score parts, the edge that brought it in).
     pub fn to_json(&self, corpus: &Corpus, gloss: bool) -> serde_json::Value {
         let c = &corpus.data.chunks[self.chunk as usize];
-        let e = &corpus.data.entities[c.entity as usize];
+        let e = corpus.named(c.entity);
         let mut m = serde_json::Map::new();
         m.insert("chunk".into(), self.chunk.into());
         m.insert("role".into(), self.role.as_str().into());

@@ -226,8 +226,8 @@ fn exact_symbols(
         .collect();
     let mut found: Vec<(i32, f32, u32)> = Vec::new();
     for sym in &signals.exact_symbols {
-        for &e in corpus.by_symbol.get(sym).into_iter().flatten() {
-            let ent = &data.entities[e as usize];
+        for &e in corpus.symbols(sym).into_iter().flatten() {
+            let ent = corpus.named(e);
             let Some(c) = corpus.first_chunk(e) else {
                 continue;
             };
@@ -264,14 +264,23 @@ fn comparison_sides(pool: &mut Pool, corpus: &Corpus, signals: &QuerySignals, de
         let s_lower = subject.to_lowercase();
         let s_base = s_lower.rsplit('/').next().unwrap_or(&s_lower);
         let s_base = s_base.split('.').next().unwrap_or(s_base).to_string();
+        // The chunks whose symbol is the subject, and those of the files
+        // whose base name is, in chunk order.
+        let mut named: Vec<u32> = corpus.chunks_named(&s_base).to_vec();
+        for &f in corpus.by_base_name.get(&s_base).into_iter().flatten() {
+            let file_chunks = corpus.file_entity[f as usize]
+                .map_or(&[][..], |e| corpus.chunks_of_entity[e as usize].as_slice());
+            named.extend(
+                file_chunks
+                    .iter()
+                    .filter(|&&c| data.chunks[c as usize].base_name.to_lowercase() == s_base),
+            );
+        }
+        named.sort_unstable();
+        named.dedup();
         let mut best: Option<(f32, u32)> = None;
-        for c in &data.chunks {
+        for c in named.into_iter().map(|c| &data.chunks[c as usize]) {
             let e = &data.entities[c.entity as usize];
-            let names = c.symbol_name.to_lowercase() == s_base
-                || (e.kind == EntityKind::File && c.base_name.to_lowercase() == s_base);
-            if !names {
-                continue;
-            }
             let prefer = if e.kind == EntityKind::File || e.kind.is_record() {
                 0.0
             } else {

@@ -161,7 +161,9 @@ fn lexical_score(
     bm25_share: f32,
     settings: &RetrievalSettings,
 ) -> (f32, f32) {
-    let e = &corpus.data.entities[c.entity as usize];
+    // Names of the chunk and its entity (read through the corpus, which
+    // records them where names load on demand).
+    let e = corpus.named(c.entity);
     let mut score = 0.0f32;
     let file = e.file;
     for m in &s.exact_filenames {

@@ -74,7 +74,7 @@ fn select_primary(corpus: &Corpus, pool: &[Candidate], st: &RetrievalSettings) -
                 break;
             }
         }
-        let c = &data.chunks[cand.chunk as usize];
+        let c = corpus.named_chunk(cand.chunk);
         let kind = data.entities[c.entity as usize].kind;
         let sym_key = (
             c.path.clone(),

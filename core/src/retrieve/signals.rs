@@ -143,7 +143,7 @@ fn spelled_out_acronyms(question: &str, corpus: &Corpus) -> Vec<String> {
                 .filter_map(|x| x.chars().next())
                 .flat_map(char::to_lowercase)
                 .collect();
-            if out.contains(&a) || !corpus.acronyms.contains(&a) {
+            if out.contains(&a) || !corpus.is_acronym(&a) {
                 continue;
             }
             let content: Vec<String> = w.iter().flat_map(|x| tokenize(x)).collect();
@@ -168,15 +168,12 @@ fn spelled_out_acronyms(question: &str, corpus: &Corpus) -> Vec<String> {
 /// asked about as "transform sampling"), so that an ordinary verb ("attach",
 /// "source") does not bring in an unrelated class's method of that name.
 fn owner_named(corpus: &Corpus, e: u32, question_tokens: &[String]) -> bool {
-    corpus.data.entities[e as usize]
-        .class_name
-        .as_ref()
-        .is_none_or(|k| {
-            let base = k.rsplit("::").next().unwrap_or(k);
-            name_parts(base)
-                .iter()
-                .any(|p| p.len() >= 3 && question_tokens.contains(p))
-        })
+    corpus.named(e).class_name.as_ref().is_none_or(|k| {
+        let base = k.rsplit("::").next().unwrap_or(k);
+        name_parts(base)
+            .iter()
+            .any(|p| p.len() >= 3 && question_tokens.contains(p))
+    })
 }
 
 /// Sentence-initial capitals are not evidence of a name.
@@ -287,14 +284,13 @@ impl QuerySignals {
             // Symbols: code-shaped words match names exactly; plain words only
             // when the name is rare in the index (a handful of entities).
             let hit = if name_shaped {
-                corpus.by_symbol.contains_key(last)
+                corpus.symbols(last).is_some()
                     || corpus
-                        .by_symbol_lower
-                        .get(&last.to_lowercase())
+                        .symbols_lower(&last.to_lowercase())
                         .is_some_and(|v| v.len() <= 8 && last.len() >= 4)
             } else {
                 last.len() >= 6
-                    && corpus.by_symbol.get(last).is_some_and(|v| {
+                    && corpus.symbols(last).is_some_and(|v| {
                         v.len() <= 3 && v.iter().any(|&e| owner_named(corpus, e, &s.tokens))
                     })
                     && corpus.lexical.doc_freq(&last.to_lowercase()) <= 40
@@ -384,7 +380,7 @@ impl QuerySignals {
             }
         }
         for t in &s.tokens {
-            if corpus.callable_vocabulary.contains(t) && !s.data_flow_terms.contains(t) {
+            if corpus.is_callable_stem(t) && !s.data_flow_terms.contains(t) {
                 s.data_flow_terms.push(t.clone());
             }
         }
