@@ -254,18 +254,19 @@ async function fetchNeeded(r) {
 }
 
 // Retrieve, fetching first what is not loaded yet: the keyword postings
-// of the query's terms, the codes of the vector partitions it probes, the
-// vectors of the few chunks it refines, then the edges of the entities its
-// expansion follows; `ms` is the time of the final retrieval.
+// of the query's terms (with the lookups of its names), the codes of the
+// vector partitions it probes, the vectors of the few chunks it refines,
+// then the names of its candidates' files, then the edges of the entities
+// its expansion follows; `ms` is the time of the final retrieval.
 async function retrieveLoaded(query, vector) {
-  for (let round = 0; round < 8; round++) {
+  for (let round = 0; round < 12; round++) {
     const t = performance.now();
     const r = JSON.parse(engine.search(query, undefined, vector));
     const ms = performance.now() - t;
     if (!r.need_shards) return { result: r, ms };
     await fetchNeeded(r);
   }
-  throw new Error('the keyword postings, edge and vector shards did not settle');
+  throw new Error('the keyword postings, name, edge and vector shards did not settle');
 }
 
 // Cards whose text (gloss, code) is fetched with the results; the text of
@@ -324,17 +325,17 @@ async function handleText(id) {
 // whole units (the rest of a class, a section's subsections, a file's
 // text): their text is loaded first, and before it the text of the chunks
 // whose lines say what a unit holds (lines arrive with text). The context
-// may look up the edges of entities not loaded yet: those are fetched, and
-// the context built again.
+// may look up the edges or names of entities not loaded yet: those are
+// fetched, and the context built again.
 async function lastPrompt(answer) {
   const defaults = JSON.parse(answer.answerDefaults());
-  for (let round = 0; round < 8; round++) {
+  for (let round = 0; round < 12; round++) {
     const built = JSON.parse(engine.answerContext(defaults.context_tokens));
     if (built.need_text) await loadText(built.need_text);
     else if (built.need_shards) await fetchNeeded(built);
     else return { prompt: JSON.parse(answer.prompt(built.question, JSON.stringify(built.context))), defaults };
   }
-  throw new Error('the text and edge shards of the answer context did not settle');
+  throw new Error('the text, name and edge shards of the answer context did not settle');
 }
 
 // The answer module, loaded once (a failed load is tried again at the next

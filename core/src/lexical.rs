@@ -112,6 +112,12 @@ const STOPWORDS: &[&str] = &[
     "methods",
 ];
 
+/// Whether a lower-case word is too common in questions and prose to be
+/// a keyword term.
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word)
+}
+
 /// Light English stemming of a lower-case word part: plural `-ies`, `-es`,
 /// `-s`, and `-ing`, `-ed` endings on longer words, then a final `e`, so
 /// that "exchange", "exchanges", "exchanged" and "exchanging" meet.
@@ -383,6 +389,16 @@ impl LexicalIndex {
     pub fn run_start(&self, term: &str) -> Option<u32> {
         let runs = self.runs.as_ref()?;
         runs.of(term).map(|r| runs.starts[r].1)
+    }
+
+    /// Whether the run whose first term id is `first` is loaded (false
+    /// for a run the index does not list).
+    pub fn run_loaded(&self, first: u32) -> bool {
+        self.runs.as_ref().is_some_and(|runs| {
+            runs.starts
+                .binary_search_by_key(&first, |&(_, id)| id)
+                .is_ok_and(|r| runs.slots[r].is_some())
+        })
     }
 
     /// Load the run that starts at term id `first`: its sorted terms and

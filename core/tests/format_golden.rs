@@ -381,6 +381,7 @@ fn web_golden_files_decode_to_the_fixed_index() {
         ShardKind::Postings,
         ShardKind::Qualified,
         ShardKind::Edges,
+        ShardKind::Names,
         ShardKind::TextDirectory,
         ShardKind::Text,
     ] {
@@ -393,9 +394,10 @@ fn web_golden_files_decode_to_the_fixed_index() {
         for (position, info) in listed {
             let bytes = read(&dir, &info.name);
             match kind {
-                ShardKind::Postings | ShardKind::Qualified | ShardKind::Edges => {
-                    index.add_shard(position, &bytes)
-                }
+                ShardKind::Postings
+                | ShardKind::Qualified
+                | ShardKind::Edges
+                | ShardKind::Names => index.add_shard(position, &bytes),
                 _ => index.add_text(position, &bytes),
             }
             .expect("a golden shard loads");

@@ -483,6 +483,7 @@ pub fn web_shard(input: &[u8]) {
         ShardKind::Qualified,
         ShardKind::TextDirectory,
         ShardKind::Edges,
+        ShardKind::Names,
     ];
     let kind = kinds[usize::from(sel & 0x7f) % kinds.len()];
     let (bytes, inflated) = if sel & 0x80 != 0 {
@@ -526,9 +527,12 @@ pub fn web_shard(input: &[u8]) {
         } else {
             kind
         };
-        // Postings and edge shards are listed in the search shard: vouched
-        // for once it is open.
-        let in_search = matches!(listed, ShardKind::Postings | ShardKind::Edges);
+        // Postings, edge and name shards are listed in the search shard:
+        // vouched for once it is open.
+        let in_search = matches!(
+            listed,
+            ShardKind::Postings | ShardKind::Edges | ShardKind::Names
+        );
         let list = if in_search { &fx.web_listed } else { &manifest };
         let positions: Vec<usize> = list.shards_of(listed).map(|(i, _)| i).collect();
         let Some(&position) = positions.get(usize::from(*which) % positions.len().max(1)) else {

@@ -8,7 +8,7 @@
 
 use codegloss_core::answer::build_context_estimated;
 use codegloss_core::lexical::{FieldWeights, LexicalIndex};
-use codegloss_core::retrieve::names::NameRanges;
+use codegloss_core::retrieve::names::{names_load_apart, NameRanges};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::IndexData;
 use codegloss_indexer::{ingest::build, Config};
@@ -26,7 +26,7 @@ const MORE: [&str; 2] = [
 /// `from` into `to`; with `from` blank, blank them.
 fn copy_names(to: &mut IndexData, from: &IndexData, file: Option<u32>) {
     for (e, src) in to.entities.iter_mut().zip(&from.entities) {
-        if e.file.is_some() && (file.is_none() || e.file == file) {
+        if names_load_apart(e) && (file.is_none() || e.file == file) {
             e.name.clone_from(&src.name);
             e.qualified_name.clone_from(&src.qualified_name);
             e.parent_symbol.clone_from(&src.parent_symbol);
@@ -34,8 +34,8 @@ fn copy_names(to: &mut IndexData, from: &IndexData, file: Option<u32>) {
         }
     }
     for (c, src) in to.chunks.iter_mut().zip(&from.chunks) {
-        let f = to.entities[c.entity as usize].file;
-        if f.is_some() && (file.is_none() || f == file) {
+        let e = &to.entities[c.entity as usize];
+        if names_load_apart(e) && (file.is_none() || e.file == file) {
             c.symbol_name.clone_from(&src.symbol_name);
             c.parent_symbol.clone_from(&src.parent_symbol);
             c.class_name.clone_from(&src.class_name);

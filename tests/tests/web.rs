@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use codegloss_core::answer::build_context_estimated;
 use codegloss_core::format::Manifest;
 use codegloss_core::lexical::{length_code, length_of_code, LexicalIndex};
+use codegloss_core::model::EntityKind;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::web::{
     build_site_index_with, shard_hash_hex, wire_reads_as_written, ShardInfo, ShardKind, SiteIndex,
@@ -35,7 +36,7 @@ fn native() -> &'static (Manifest, IndexData, LexicalIndex) {
 /// postings (the default puts the whole fixture in one run).
 fn site() -> SiteIndex {
     let (m, d, l) = native();
-    build_site_index_with(m, d, l, None, 1_000, 40).unwrap()
+    build_site_index_with(m, d, l, None, 1_000, 40, 60).unwrap()
 }
 
 fn bytes_of<'a>(site: &'a SiteIndex, name: &str) -> &'a [u8] {
@@ -57,6 +58,13 @@ fn listed(site: &SiteIndex) -> WebManifest {
 /// Load every edge shard into `w`.
 fn load_edges(w: &mut WebIndex, s: &SiteIndex) {
     for (p, info) in listed(s).shards_of(ShardKind::Edges) {
+        w.add_shard(p, bytes_of(s, &info.name)).unwrap();
+    }
+}
+
+/// Load every name shard into `w`.
+fn load_names(w: &mut WebIndex, s: &SiteIndex) {
+    for (p, info) in listed(s).shards_of(ShardKind::Names) {
         w.add_shard(p, bytes_of(s, &info.name)).unwrap();
     }
 }
@@ -204,6 +212,15 @@ fn stripped(data: &IndexData) -> IndexData {
 fn the_search_shard_carries_the_tables_exactly() {
     let s = site();
     let mut w = open(&s);
+    // The names of entities with a file arrive in name shards.
+    assert!(listed(&s).shards_of(ShardKind::Names).count() > 1);
+    assert!(w
+        .corpus
+        .data
+        .entities
+        .iter()
+        .any(|e| e.file.is_some() && e.kind != EntityKind::File && e.name.is_empty()));
+    load_names(&mut w, &s);
     let (_, data, _) = native();
     let want = stripped(data);
     assert_eq!(w.corpus.data.files, want.files);
@@ -333,6 +350,7 @@ fn search_shard_holds_no_text_and_text_shards_restore_it() {
     assert!(w.missing_text(&[]).is_empty());
     load_text_directory(&mut w, &s);
     load_edges(&mut w, &s);
+    load_names(&mut w, &s);
     let missing = w.missing_text(&all);
     assert_eq!(missing.len(), s.text.len());
     for p in missing {
@@ -407,16 +425,30 @@ fn the_web_corpus_ranks_like_the_native_one() {
     // A fresh index needs a round of postings for a keyword query.
     let mut fresh = open(&s);
     assert!(!retrieve_web(&mut fresh, &s, QUESTIONS[1]).1.is_empty());
+    // A question reads the names of the files of its candidates: from a
+    // fresh index, some of the name shards, never all.
+    let names = listed(&s).shards_of(ShardKind::Names).count();
+    for q in QUESTIONS {
+        let mut fresh = open(&s);
+        let (_, fetched) = retrieve_web(&mut fresh, &s, q);
+        let read = fetched
+            .iter()
+            .filter(|&&p| fresh.manifest.shards[p].kind == ShardKind::Names)
+            .count();
+        assert!(
+            read > 0 && read < names,
+            "{q}: {read} of {names} name shards"
+        );
+    }
 }
 
-/// The answer's context of `b`, built again with the edges it lacked
-/// (each one of `edge_shards`), as the worker does.
+/// The answer's context of `b`, built again with the edges and names it
+/// lacked, as the worker does.
 fn context_with_edges(
     w: &mut WebIndex,
     s: &SiteIndex,
     b: &codegloss_core::retrieve::Retrieval,
     q: &str,
-    edge_shards: &[usize],
 ) -> codegloss_core::answer::Context {
     let mut context = build_context_estimated(&w.corpus, b, q, 2_000);
     for _ in 0..3 {
@@ -425,7 +457,11 @@ fn context_with_edges(
             break;
         }
         for p in m.shards {
-            assert!(edge_shards.contains(&p), "{q}: shard {p}");
+            let kind = w.manifest.shards[p].kind;
+            assert!(
+                matches!(kind, ShardKind::Edges | ShardKind::Names),
+                "{q}: shard {p}"
+            );
             let name = w.manifest.shards[p].name.clone();
             w.add_shard(p, bytes_of(s, &name)).unwrap();
         }
@@ -433,7 +469,7 @@ fn context_with_edges(
     }
     assert!(
         w.missing().is_empty(),
-        "{q}: the context's edges did not settle"
+        "{q}: the context's edges and names did not settle"
     );
     context
 }
@@ -465,7 +501,7 @@ fn edges_load_for_the_entities_a_question_and_its_answer_look_up() {
         let edges = fetched.iter().filter(|p| edge_shards.contains(p)).count();
         assert!(edges < edge_shards.len(), "{q}: every edge shard fetched");
         fetched_any |= edges > 0;
-        let context = context_with_edges(&mut w, &s, &b, q, &edge_shards);
+        let context = context_with_edges(&mut w, &s, &b, q);
         assert_eq!(
             context,
             build_context_estimated(&native, &a, q, 2_000),
@@ -512,11 +548,7 @@ fn an_answer_loads_the_lines_then_the_text_of_its_units() {
                 }
             }
         }
-        let edge_shards: Vec<usize> = listed(&s)
-            .shards_of(ShardKind::Edges)
-            .map(|(p, _)| p)
-            .collect();
-        let context = context_with_edges(&mut w, &s, &b, q, &edge_shards);
+        let context = context_with_edges(&mut w, &s, &b, q);
         assert_eq!(
             context,
             build_context_estimated(&native, &a, q, 2_000),

@@ -156,8 +156,9 @@ impl Engine {
     /// Returns JSON `{need_shards: [{position, name, bytes, sha256}],
     /// need_partitions: [{partition, name, bytes, sha256}], need_blocks:
     /// [{block, name, bytes, sha256}]}` when shards listed in the manifest
-    /// (the postings runs of some query terms, the qualified names, the
-    /// edges of the entities expansion follows), the codes of some probed
+    /// (the postings runs of some query terms and names, the qualified
+    /// names, the names of some candidates' files, the edges of the
+    /// entities expansion follows), the codes of some probed
     /// partitions or the vectors of some refined chunks must be fetched
     /// first (hand them to [`Engine::add_shard`], [`Engine::add_partition`]
     /// and [`Engine::add_block`] and search again), else `{chunks:
@@ -179,14 +180,9 @@ impl Engine {
         let qv = query_vector.filter(|_| self.index.has_vectors());
         let r = retrieve(&self.index.corpus, question, qv.as_deref(), &settings)
             .map_err(|e| js_error("search", e))?;
-        // Postings, edges and vectors load per query: when this retrieval
-        // looked up what is not here yet, its result is not final.
-        let m = self.index.missing();
-        if !m.is_empty() {
-            return Ok(self.need(m).to_string());
-        }
         let corpus = &self.index.corpus;
-        // A chunk's lines arrive with its text: until then it has none.
+        // A chunk's lines arrive with its text: until then it has none. Its
+        // names are read (and recorded when not loaded) here too.
         let chunks: Vec<Value> = r
             .chunks
             .iter()
@@ -199,6 +195,13 @@ impl Engine {
                 v
             })
             .collect();
+        // Postings, names, edges and vectors load per query: when this
+        // retrieval (or its rows) read what is not here yet, its result is
+        // not final.
+        let m = self.index.missing();
+        if !m.is_empty() {
+            return Ok(self.need(m).to_string());
+        }
         let ids: Vec<u32> = r.chunks.iter().map(|c| c.chunk).collect();
         let missing = self.shard_refs(self.index.missing_text(&ids));
         let out = json!({
@@ -225,8 +228,8 @@ impl Engine {
     }
 
     /// Add the bytes of a shard listed in the manifest (`position` from
-    /// `need_shards`): a postings run, the qualified names, or an edge
-    /// shard.
+    /// `need_shards`): a postings run, the qualified names, a name shard
+    /// or an edge shard.
     #[wasm_bindgen(js_name = addShard)]
     pub fn add_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
         self.index
@@ -313,8 +316,8 @@ impl Engine {
     /// `{need_text: [chunk]}` instead (load it with
     /// [`Engine::missing_text`] and [`Engine::add_text`], and ask again;
     /// the first answer names the chunks whose lines choose the units, the
-    /// next the units' chunks); when the context looked
-    /// up the edges of entities whose edge shards are not loaded,
+    /// next the units' chunks); when the context looked up the edges or
+    /// the names of entities whose edge or name shards are not loaded,
     /// `{need_shards: [...]}` (as [`Engine::search`] does): add them and
     /// ask again.
     #[wasm_bindgen(js_name = answerContext)]

@@ -8,13 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::CoreError;
 use crate::format::IndexData;
 use crate::ivf::Probe;
-use crate::lexical::{identifier_parts, stem, LexicalIndex};
+use crate::lexical::LexicalIndex;
 use crate::model::{EdgeKind, EntityKind};
 use crate::text::{base_name, file_name};
 use crate::vectors::VectorIndex;
 
 use super::features::TextFeatures;
 use super::graph::Graph;
+use super::names::NameLookups;
 use super::partitioned::PartitionedVectors;
 
 /// Index data plus lookups.
@@ -105,10 +106,7 @@ impl Corpus {
             }
         }
         let mut file_entity = vec![None; data.files.len()];
-        let mut by_symbol: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        let mut by_symbol_lower: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         let mut by_module: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        let mut callable_vocabulary = BTreeSet::new();
         for e in &data.entities {
             match e.kind {
                 EntityKind::File => {
@@ -120,46 +118,16 @@ impl Corpus {
                     let last = e.name.rsplit('/').next().unwrap_or(&e.name).to_lowercase();
                     by_module.entry(last).or_default().push(e.id);
                 }
-                EntityKind::CallChain | EntityKind::DocSection => {}
-                k => {
-                    let base = e
-                        .name
-                        .split('<')
-                        .next()
-                        .unwrap_or(&e.name)
-                        .trim()
-                        .to_string();
-                    by_symbol_lower
-                        .entry(base.to_lowercase())
-                        .or_default()
-                        .push(e.id);
-                    by_symbol.entry(base.clone()).or_default().push(e.id);
-                    if k.is_callable() {
-                        for p in identifier_parts(&base) {
-                            if p.len() >= 3 {
-                                callable_vocabulary.insert(stem(&p));
-                            }
-                        }
-                    }
-                }
+                _ => {}
             }
         }
-        let mut acronyms = BTreeSet::new();
-        for name in by_symbol.keys().map(String::as_str).chain(
-            data.files
-                .iter()
-                .map(|f| f.path.rsplit('/').next().unwrap_or(&f.path)),
-        ) {
-            let base = name.split('.').next().unwrap_or(name);
-            acronyms.extend(acronyms_of(base));
-        }
-        let mut chunks_by_symbol_lower: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        for c in &data.chunks {
-            chunks_by_symbol_lower
-                .entry(c.symbol_name.to_lowercase())
-                .or_default()
-                .push(c.id);
-        }
+        let NameLookups {
+            by_symbol,
+            by_symbol_lower,
+            chunks_by_symbol_lower,
+            callable_vocabulary,
+            acronyms,
+        } = NameLookups::build(&data);
         let mut by_file_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         let mut by_base_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for f in &data.files {
@@ -278,28 +246,5 @@ impl Corpus {
             return None;
         }
         Some(q.iter().zip(v).map(|(a, b)| (a - b) * (a - b)).sum())
-    }
-}
-
-/// The all-capital parts (3 to 6 letters) of an identifier, lower case.
-fn acronyms_of(name: &str) -> Vec<String> {
-    identifier_parts(name)
-        .into_iter()
-        .filter(|p| (3..=6).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphabetic()))
-        .filter(|p| name.contains(&p.to_uppercase()))
-        .collect()
-}
-
-#[cfg(test)]
-mod acronym_tests {
-    use super::acronyms_of;
-
-    #[test]
-    fn capital_parts_only() {
-        assert_eq!(acronyms_of("CIC"), vec!["cic"]);
-        assert_eq!(acronyms_of("FFTPeriodicSolver"), vec!["fft"]);
-        assert_eq!(acronyms_of("HaloCells"), Vec::<String>::new());
-        assert_eq!(acronyms_of("MPI_Comm"), vec!["mpi"]);
-        assert_eq!(acronyms_of("ID"), Vec::<String>::new());
     }
 }

@@ -13,14 +13,103 @@
 //! and edges: the caller fetches it and retrieves again, until a retrieval
 //! lacked nothing and so ranked exactly as natively.
 
-use crate::lexical::Wanted;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::format::IndexData;
+use crate::lexical::{identifier_parts, is_stopword, stem, Wanted};
 use crate::model::{Chunk, Entity, EntityKind};
 
 use super::corpus::Corpus;
 
+/// The lookups keyed by name, built from every name of an index (the
+/// browser receives them with the vocabulary's runs instead, each key in
+/// the run that holds it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NameLookups {
+    /// Symbol name (before any `<`) → entity ids (code symbols only: no
+    /// file, module, call chain or documentation section).
+    pub by_symbol: BTreeMap<String, Vec<u32>>,
+    /// Lower-case symbol name → entity ids.
+    pub by_symbol_lower: BTreeMap<String, Vec<u32>>,
+    /// Lower-case chunk symbol name → chunk ids.
+    pub chunks_by_symbol_lower: BTreeMap<String, Vec<u32>>,
+    /// Stemmed parts (3 letters or more) of callable names.
+    pub callable_vocabulary: BTreeSet<String>,
+    /// Acronyms the names and file names are written with, lower case.
+    pub acronyms: BTreeSet<String>,
+}
+
+impl NameLookups {
+    /// The lookups of `data`'s names, ids in increasing order.
+    pub fn build(data: &IndexData) -> Self {
+        let mut l = NameLookups::default();
+        for e in &data.entities {
+            if matches!(
+                e.kind,
+                EntityKind::File
+                    | EntityKind::Module
+                    | EntityKind::CallChain
+                    | EntityKind::DocSection
+            ) {
+                continue;
+            }
+            let base = e
+                .name
+                .split('<')
+                .next()
+                .unwrap_or(&e.name)
+                .trim()
+                .to_string();
+            l.by_symbol_lower
+                .entry(base.to_lowercase())
+                .or_default()
+                .push(e.id);
+            if e.kind.is_callable() {
+                for p in identifier_parts(&base) {
+                    if p.len() >= 3 {
+                        l.callable_vocabulary.insert(stem(&p));
+                    }
+                }
+            }
+            l.by_symbol.entry(base).or_default().push(e.id);
+        }
+        for c in &data.chunks {
+            l.chunks_by_symbol_lower
+                .entry(c.symbol_name.to_lowercase())
+                .or_default()
+                .push(c.id);
+        }
+        for name in l.by_symbol.keys().map(String::as_str).chain(
+            data.files
+                .iter()
+                .map(|f| f.path.rsplit('/').next().unwrap_or(&f.path)),
+        ) {
+            let base = name.split('.').next().unwrap_or(name);
+            l.acronyms.extend(acronyms_of(base));
+        }
+        l
+    }
+}
+
+/// The all-capital parts (3 to 6 letters) of an identifier, lower case.
+fn acronyms_of(name: &str) -> Vec<String> {
+    identifier_parts(name)
+        .into_iter()
+        .filter(|p| (3..=6).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphabetic()))
+        .filter(|p| name.contains(&p.to_uppercase()))
+        .collect()
+}
+
+/// Whether an entity's names (and its chunks') load per range of files
+/// where names load apart: every entity with a file except the file's own
+/// entity, whose names its file predicts.
+pub fn names_load_apart(e: &Entity) -> bool {
+    e.file.is_some() && e.kind != EntityKind::File
+}
+
 /// Names that load per range of files: each range's first file, which
 /// ranges are loaded, and which ones reads lacked. An entity without a
-/// file (a module) always has its names.
+/// file (a module) or a file's own entity always has its names.
 #[derive(Clone, Debug, Default)]
 pub struct NameRanges {
     /// First file of each range, increasing from 0.
@@ -80,7 +169,9 @@ impl Corpus {
     pub fn named(&self, id: u32) -> &Entity {
         let e = &self.data.entities[id as usize];
         if let (Some(ranges), Some(file)) = (&self.name_ranges, e.file) {
-            ranges.note(file);
+            if names_load_apart(e) {
+                ranges.note(file);
+            }
         }
         e
     }
@@ -95,8 +186,10 @@ impl Corpus {
 
     /// Whether the lookups keyed by `key` (lower case) are here; where they
     /// arrive with the vocabulary's runs, the run is recorded when not.
+    /// A stopword's arrive with the search shard: every question looks
+    /// its words up, and a stopword is no term whose run it fetches anyway.
     fn holds(&self, key: &str) -> bool {
-        !self.lookups_in_runs || self.lexical.holds_run_of(key)
+        !self.lookups_in_runs || is_stopword(key) || self.lexical.holds_run_of(key)
     }
 
     /// The code symbols whose name (before any `<`) is `name`, by id.
@@ -132,9 +225,10 @@ impl Corpus {
     }
 
     /// Whether the index's names are written with the acronym `a` (lower
-    /// case).
+    /// case). The acronyms are always here (a question tries the initials
+    /// of every run of its words, which no run of the vocabulary holds).
     pub fn is_acronym(&self, a: &str) -> bool {
-        self.holds(a) && self.acronyms.contains(a)
+        self.acronyms.contains(a)
     }
 
     /// Whether a name (any case) names a namespace of the index: such a
@@ -160,6 +254,15 @@ impl Corpus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn acronyms_are_capital_parts_only() {
+        assert_eq!(acronyms_of("CIC"), vec!["cic"]);
+        assert_eq!(acronyms_of("FFTPeriodicSolver"), vec!["fft"]);
+        assert_eq!(acronyms_of("HaloCells"), Vec::<String>::new());
+        assert_eq!(acronyms_of("MPI_Comm"), vec!["mpi"]);
+        assert_eq!(acronyms_of("ID"), Vec::<String>::new());
+    }
 
     #[test]
     fn ranges_record_what_reads_lacked() {

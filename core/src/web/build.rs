@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 use super::directory::ShardDirectory;
 use super::edges;
+use super::lookups::{key_entries, GlobalLookups, KeyEntry, RunLookups};
+use super::names::{blank_filed_names, name_ranges, NameShard};
 use super::postings::PostingsShard;
 use super::qualified::QualifiedShard;
 use super::shard::{encode_shard, shard, wrap_shard};
@@ -18,12 +20,14 @@ use super::textdir::text_directory_shard;
 use super::vectors;
 use super::{
     ChunkText, EntityText, SearchShard, ShardInfo, ShardKind, TextShard, WebManifest,
-    EDGE_ENDS_PER_SHARD, POSTINGS_PER_SHARD, TEXT_SHARD_RAW_BYTES, WEB_FORMAT_VERSION,
+    EDGE_ENDS_PER_SHARD, NAME_ENTITIES_PER_SHARD, POSTINGS_PER_SHARD, TEXT_SHARD_RAW_BYTES,
+    WEB_FORMAT_VERSION,
 };
 use crate::error::CoreError;
 use crate::format::{sha256_hex, IndexData, Manifest};
 use crate::lexical::{length_code, LexicalIndex};
 use crate::retrieve::features::TextFeatures;
+use crate::retrieve::names::NameLookups;
 use crate::vectors::VectorIndex;
 
 /// The index of a site: the manifest and every shard's bytes (paths as the
@@ -54,14 +58,16 @@ pub fn build_site_index(
         vectors,
         POSTINGS_PER_SHARD,
         EDGE_ENDS_PER_SHARD,
+        NAME_ENTITIES_PER_SHARD,
     )
 }
 
 /// [`build_site_index`] with about `postings_per_shard` postings per
-/// postings shard instead of [`POSTINGS_PER_SHARD`], and
+/// postings shard instead of [`POSTINGS_PER_SHARD`],
 /// `edge_ends_per_shard` edge ends per edge shard instead of
-/// [`EDGE_ENDS_PER_SHARD`] (tests use them to spread a small index over
-/// many shards).
+/// [`EDGE_ENDS_PER_SHARD`], and about `name_entities_per_shard` entities
+/// per name shard instead of [`NAME_ENTITIES_PER_SHARD`] (tests use them
+/// to spread a small index over many shards).
 pub fn build_site_index_with(
     manifest: &Manifest,
     data: &IndexData,
@@ -69,6 +75,7 @@ pub fn build_site_index_with(
     vectors: Option<&VectorIndex>,
     postings_per_shard: usize,
     edge_ends_per_shard: usize,
+    name_entities_per_shard: usize,
 ) -> Result<SiteIndex, CoreError> {
     let features = TextFeatures::compute(data);
     let mut entities = data.entities.clone();
@@ -76,13 +83,43 @@ pub fn build_site_index_with(
     let mut chunks = data.chunks.clone();
     let chunk_texts: Vec<ChunkText> = chunks.iter_mut().map(ChunkText::take).collect();
     let (edge_columns, edge_shards) = edges::split(&entities, &data.edges, edge_ends_per_shard);
+    // The search shard names only the entities without a file; the others'
+    // names travel in name shards.
+    blank_filed_names(&mut entities, &mut chunks);
     let tables = Tables::pack(&data.files, &entities, &chunks, edge_columns, &features)
         .map_err(|e| e.in_file("search shard"))?;
-    // Postings and edge shards, listed in the search shard's directory.
-    let mut listed = postings_shards(lexical, postings_per_shard)?;
+    // Postings (with the lookups by name), edge and name shards, listed in
+    // the search shard's directory.
+    let lookups = NameLookups::build(data);
+    let acronyms = lookups.acronyms.clone();
+    let mut keys = key_entries(lookups);
+    let global_lookups = GlobalLookups::pack(&mut keys, &acronyms);
+    let mut listed = postings_shards(lexical, postings_per_shard, &keys)?;
     for e in &edge_shards {
         let (mut info, bytes) = shard(ShardKind::Edges, encode_shard(ShardKind::Edges, e)?, None);
         info.entities = Some(e.range());
+        listed.push((info, bytes));
+    }
+    let mut chunks_of_entity = vec![Vec::new(); data.entities.len()];
+    for c in &data.chunks {
+        if let Some(list) = chunks_of_entity.get_mut(c.entity as usize) {
+            list.push(c.id);
+        }
+    }
+    for range in name_ranges(data.files.len(), &data.entities, name_entities_per_shard) {
+        let names = NameShard::pack(
+            &data.files,
+            &data.entities,
+            &data.chunks,
+            &chunks_of_entity,
+            range,
+        );
+        let (mut info, bytes) = shard(
+            ShardKind::Names,
+            encode_shard(ShardKind::Names, &names)?,
+            None,
+        );
+        info.files = Some(range);
         listed.push((info, bytes));
     }
     let (listed_infos, listed_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = listed.into_iter().unzip();
@@ -91,6 +128,7 @@ pub fn build_site_index_with(
         weights: lexical.weights.clone(),
         doc_len: lexical.doc_len.iter().map(|&l| length_code(l)).collect(),
         directory: ShardDirectory::pack(&listed_infos)?,
+        lookups: global_lookups,
     };
     let mut shards = vec![
         shard(
@@ -200,13 +238,16 @@ pub fn build_site_index_with(
 }
 
 /// Postings shards: consecutive term runs of about `postings_per_shard`
-/// postings each.
+/// postings each, each with the lookups of the keys from its first term
+/// to before the next run's (the first run also those before its first
+/// term).
 fn postings_shards(
     lexical: &LexicalIndex,
     postings_per_shard: usize,
+    keys: &BTreeMap<String, KeyEntry>,
 ) -> Result<Vec<(ShardInfo, Vec<u8>)>, CoreError> {
     let lists = &lexical.postings;
-    let mut out = Vec::new();
+    let mut runs = Vec::new();
     let mut first = 0usize;
     while first < lists.len() {
         let mut end = first;
@@ -216,10 +257,22 @@ fn postings_shards(
             count += lists[end].len();
             end += 1;
         }
+        runs.push(first..end);
+        first = end;
+    }
+    let mut out = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let (first, end) = (run.start, run.end);
+        let from = (i > 0).then(|| lexical.terms[first].as_str());
+        let to = runs.get(i + 1).map(|r| lexical.terms[r.start].as_str());
+        let in_run = keys.iter().filter(|(k, _)| {
+            from.is_none_or(|f| k.as_str() >= f) && to.is_none_or(|t| k.as_str() < t)
+        });
         let shard_lists = PostingsShard::pack(
             first as u32,
             &lexical.terms[first..end],
             &lexical.postings[first..end],
+            RunLookups::pack(in_run),
         );
         let (mut info, bytes) = shard(
             ShardKind::Postings,
@@ -229,7 +282,6 @@ fn postings_shards(
         info.terms = Some([first as u32, (end - 1) as u32]);
         info.first_term = Some(lexical.terms[first].clone());
         out.push((info, bytes));
-        first = end;
     }
     Ok(out)
 }

@@ -1,4 +1,4 @@
-//! The shard directory inside the search shard: the postings and edge
+//! The shard directory inside the search shard: the postings, edge and name
 //! shards (hash, size and run of each), listed there instead of in the
 //! manifest.
 //!
@@ -93,6 +93,8 @@ pub struct ShardDirectory {
     first_terms: DiffColumn,
     /// Edge shards: runs of entity ids.
     edges: Runs,
+    /// Name shards: runs of file ids.
+    names: Runs,
 }
 
 impl ShardDirectory {
@@ -100,7 +102,7 @@ impl ShardDirectory {
     /// its runs following each other from 0; other kinds are not listed).
     pub(super) fn pack(shards: &[ShardInfo]) -> Result<Self, CoreError> {
         let mut d = ShardDirectory::default();
-        let (mut terms, mut entities) = (0u64, 0u64);
+        let (mut terms, mut entities, mut files) = (0u64, 0u64, 0u64);
         let mut first_terms = Vec::new();
         for s in shards {
             let missing = || CoreError::malformed(format!("{}: no run", s.name));
@@ -114,9 +116,13 @@ impl ShardDirectory {
                     let range = s.entities.ok_or_else(missing)?;
                     d.edges.push(s, range, &mut entities)?;
                 }
+                ShardKind::Names => {
+                    let range = s.files.ok_or_else(missing)?;
+                    d.names.push(s, range, &mut files)?;
+                }
                 _ => {
                     return Err(CoreError::malformed(format!(
-                        "{}: not a postings or edge shard",
+                        "{}: not a postings, name or edge shard",
                         s.name
                     )))
                 }
@@ -128,7 +134,7 @@ impl ShardDirectory {
 
     /// The manifest entries of the shards listed: postings shards with
     /// their term runs and first terms, then edge shards with their
-    /// entity runs.
+    /// entity runs, then name shards with their file runs.
     pub(super) fn unpack(&self) -> Result<Vec<ShardInfo>, CoreError> {
         let postings = self.postings.unpack(ShardKind::Postings)?;
         let first_terms = self
@@ -151,6 +157,10 @@ impl ShardDirectory {
             info.entities = Some(range);
             out.push(info);
         }
+        for (mut info, range) in self.names.unpack(ShardKind::Names)? {
+            info.files = Some(range);
+            out.push(info);
+        }
         Ok(out)
     }
 }
@@ -164,7 +174,8 @@ crate::wire::wire_struct!(Runs {
 crate::wire::wire_struct!(ShardDirectory {
     postings,
     first_terms,
-    edges
+    edges,
+    names
 });
 
 #[cfg(test)]
@@ -183,6 +194,7 @@ mod tests {
                 s.terms = Some(range);
                 s.first_term = first.map(str::to_string);
             }
+            ShardKind::Names => s.files = Some(range),
             _ => s.entities = Some(range),
         }
         s
@@ -196,6 +208,8 @@ mod tests {
             entry(ShardKind::Postings, 3, [11, 40], Some("zeta")),
             entry(ShardKind::Edges, 4, [0, 99], None),
             entry(ShardKind::Edges, 5, [100, 120], None),
+            entry(ShardKind::Names, 6, [0, 3], None),
+            entry(ShardKind::Names, 7, [4, 9], None),
         ];
         let d = ShardDirectory::pack(&shards).unwrap();
         assert_eq!(d.unpack().unwrap(), shards);

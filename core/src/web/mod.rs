@@ -45,7 +45,9 @@ mod build;
 mod columns;
 mod directory;
 mod edges;
+mod lookups;
 mod manifest_bin;
+mod names;
 mod postings;
 mod qualified;
 mod shard;
@@ -54,7 +56,9 @@ mod textdir;
 mod vectors;
 pub use build::{build_site_index, build_site_index_with, SiteIndex};
 pub use directory::ShardDirectory;
+pub use lookups::{GlobalLookups, RunLookups};
 pub use manifest_bin::WEB_MANIFEST_BIN;
+pub use names::NameShard;
 pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
 use shard::decode_shard;
@@ -95,8 +99,12 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// listed in the search shard's [`ShardDirectory`], not the manifest; 15:
 /// product codes of [`crate::pq::SUBSPACE_DIM`] = 6 components a byte, and
 /// 60 chunks refined by default; 16: the manifest is written in a binary
-/// form too, `codegloss.bin`, which the browser reads instead of the JSON).
-pub const WEB_FORMAT_VERSION: u32 = 16;
+/// form too, `codegloss.bin`, which the browser reads instead of the JSON;
+/// 17: the names of entities with a file, and of their chunks, move from
+/// the search shard into name shards by range of files, listed in its
+/// directory, and the lookups by name into the postings shards, keyed like
+/// the vocabulary, `names.rs`).
+pub const WEB_FORMAT_VERSION: u32 = 17;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
@@ -114,11 +122,19 @@ pub const POSTINGS_PER_SHARD: usize = 3_000;
 /// evidence cards usually lie in six shards, so this bounds the bytes a
 /// later question costs. 32 KiB against 64 KiB, measured by `cargo xtask
 /// bench site`: later questions on Kokkos p50 / p95 65 / 105 KB -> 45 / 72
-/// KB, on IPPL 27 / 55 -> 24 / 39 KB; the text directory doubles (Kokkos
-/// 11.6 -> 22.3 KB), but it is fetched once, after the first results, and
-/// the first results with their text cost about the same (766.5 -> 769.0 KB
-/// on Kokkos, 468.9 -> 455.7 KB on IPPL).
-pub const TEXT_SHARD_RAW_BYTES: usize = 32 * 1024;
+/// KB, on IPPL 27 / 55 -> 24 / 39 KB. 16 KiB against 32 KiB, once names
+/// moved into name shards (web format 17), on Kokkos: later questions p50
+/// / max 52.6 / 107.9 KB -> 45.9 / 90.5 KB, the first results with their
+/// text 511.1 -> 512.2 KB (the text directory grows, the first cards'
+/// shards shrink).
+pub const TEXT_SHARD_RAW_BYTES: usize = 16 * 1024;
+/// Entities per name shard (consecutive files, cut after the file that
+/// reaches it): a question reads the names of its candidates, which lie
+/// in a few files. See [`NameShard`]. 150 against 300, measured by `cargo
+/// xtask bench site` on Kokkos (16 questions): bytes before the first
+/// keyword results 452,691 -> 447,364, later questions p50 53.6 -> 52.6
+/// KB, max 108.3 -> 107.9 KB (a question reads 7 to 13 name shards).
+pub const NAME_ENTITIES_PER_SHARD: usize = 150;
 /// Explicit edge ends (an edge counts once for each of the two entities
 /// it joins) per edge shard: a question fetches the shards of the few
 /// entities its expansion and its answer look up. Measured by `cargo xtask
@@ -159,6 +175,9 @@ pub enum ShardKind {
     /// [`TextDirectory`]: the text shards, listed there instead of in the
     /// manifest.
     TextDirectory,
+    /// [`NameShard`]: the names of the entities of a range of files and of
+    /// their chunks, listed in the search shard's directory.
+    Names,
 }
 
 impl ShardKind {
@@ -174,6 +193,7 @@ impl ShardKind {
             ShardKind::Qualified => 8,
             ShardKind::TextDirectory => 9,
             ShardKind::Edges => 10,
+            ShardKind::Names => 11,
         }
     }
 
@@ -190,13 +210,15 @@ impl ShardKind {
             ShardKind::Qualified => "qualified",
             ShardKind::TextDirectory => "textdir",
             ShardKind::Edges => "edges",
+            ShardKind::Names => "names",
         }
     }
 
     /// Every kind.
-    pub const ALL: [ShardKind; 10] = [
+    pub const ALL: [ShardKind; 11] = [
         ShardKind::Search,
         ShardKind::Postings,
+        ShardKind::Names,
         ShardKind::Qualified,
         ShardKind::Edges,
         ShardKind::Vectors,
@@ -235,6 +257,9 @@ pub struct ShardInfo {
     /// For edge shards: the first and last entity id it covers.
     #[serde(default)]
     pub entities: Option<[u32; 2]>,
+    /// For name shards: the first and last file id it covers.
+    #[serde(default)]
+    pub files: Option<[u32; 2]>,
 }
 
 /// A model file served with the site (query embedding in the browser).
@@ -352,9 +377,12 @@ pub struct SearchShard {
     /// 8) as its [`crate::lexical::length_code`], the byte ranking reads it
     /// through (its posting lists live in postings shards).
     pub doc_len: Vec<u8>,
-    /// The postings and edge shards, listed here rather than in the
+    /// The postings, edge and name shards, listed here rather than in the
     /// manifest (see [`ShardDirectory`]).
     pub directory: ShardDirectory,
+    /// The lookups by name every question may ask: the acronyms and the
+    /// stopwords' (the others ride in the postings shards).
+    pub lookups: GlobalLookups,
 }
 
 /// The text of a run of chunks: everything retrieval does not rank from
@@ -531,15 +559,16 @@ impl WebIndex {
             file: info.name.clone(),
             message,
         };
-        // The postings and edge shards are listed in the search shard.
-        if manifest
-            .shards
-            .iter()
-            .any(|s| matches!(s.kind, ShardKind::Postings | ShardKind::Edges))
-        {
+        // The postings, name and edge shards are listed in the search shard.
+        if manifest.shards.iter().any(|s| {
+            matches!(
+                s.kind,
+                ShardKind::Postings | ShardKind::Edges | ShardKind::Names
+            )
+        }) {
             return Err(CoreError::Manifest {
                 message: format!(
-                    "{WEB_MANIFEST}: postings or edge shards listed beside the search shard's directory"
+                    "{WEB_MANIFEST}: postings, name or edge shards listed beside the search shard's directory"
                 ),
             });
         }
@@ -555,6 +584,7 @@ impl WebIndex {
         };
         data.check_ids()?;
         let edge_starts = edges::shard_starts(&manifest, data.entities.len(), t.edges_implied)?;
+        let name_starts = names::name_starts(&manifest, data.files.len())?;
         t.features
             .check(data.chunks.len())
             .map_err(|e| e.in_file(&info.name))?;
@@ -586,13 +616,27 @@ impl WebIndex {
         let lexical = LexicalIndex::in_runs(s.weights, runs, doc_len);
         let mut corpus = Corpus::with_features(data, None, lexical, t.features);
         corpus.graph = Graph::partial(&corpus.data.entities, &corpus.data.edges, edge_starts);
-        Ok(WebIndex {
+        // Names arrive per range of files, the lookups by name with the
+        // vocabulary's runs: what the corpus built from the search shard's
+        // blank names is empty until then.
+        corpus.name_ranges = Some(crate::retrieve::names::NameRanges::new(name_starts));
+        corpus.lookups_in_runs = true;
+        corpus.by_symbol.clear();
+        corpus.by_symbol_lower.clear();
+        corpus.chunks_by_symbol_lower.clear();
+        corpus.callable_vocabulary.clear();
+        corpus.acronyms.clear();
+        let mut index = WebIndex {
             manifest,
             edges_implied: t.edges_implied,
             corpus,
             loaded: BTreeSet::new(),
             vector_shards: vectors::VectorShards::default(),
-        })
+        };
+        index
+            .add_global_lookups(&s.lookups)
+            .map_err(|e| e.in_file(&info.name))?;
+        Ok(index)
     }
 
     /// Add the vectors (semantic search).
@@ -644,18 +688,21 @@ impl WebIndex {
     /// returns nothing). Empty: the last retrieval ran on everything it
     /// needed and ranked exactly as natively; otherwise add these
     /// ([`WebIndex::add_shard`], [`WebIndex::add_partition`],
-    /// [`WebIndex::add_block`]) and retrieve again. The edge shards are
-    /// named only once nothing else is lacking: until then the primary
-    /// chunks, whose edges expansion follows, may still change.
+    /// [`WebIndex::add_block`]) and retrieve again. The name shards are
+    /// named only once no postings (with their lookups), partitions or
+    /// blocks are lacking, and the edge shards only once nothing else is:
+    /// until then the candidates whose names ranking reads, and the primary
+    /// chunks whose edges expansion follows, may still change.
     pub fn missing(&self) -> Missing {
         let mut m = Missing {
             shards: self.missing_keyword_shards(),
             partitions: self.missing_partitions(),
             blocks: self.missing_blocks(),
         };
+        let names = self.missing_name_shards();
         let edges = self.missing_edge_shards();
         if m.is_empty() {
-            m.shards = edges;
+            m.shards = if names.is_empty() { edges } else { names };
         }
         m
     }
@@ -694,7 +741,8 @@ crate::wire::wire_enum!(ShardKind {
     Partition,
     Block,
     Qualified,
-    TextDirectory
+    TextDirectory,
+    Names
 });
 crate::wire::wire_struct!(ShardInfo {
     kind,
@@ -704,7 +752,8 @@ crate::wire::wire_struct!(ShardInfo {
     chunks,
     terms,
     first_term,
-    entities
+    entities,
+    files
 });
 crate::wire::wire_struct!(ModelFile {
     role,
@@ -716,7 +765,8 @@ crate::wire::wire_struct!(SearchShard {
     tables,
     weights,
     doc_len,
-    directory
+    directory,
+    lookups
 });
 crate::wire::wire_struct!(TextShard { chunks, entities });
 crate::wire::wire_struct!(ChunkText {

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::shard::decode_shard;
-use super::{columns, QualifiedShard, ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
+use super::{columns, QualifiedShard, RunLookups, ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
 use crate::error::CoreError;
 
 /// A run of the sorted vocabulary with its posting lists, column by column:
@@ -31,14 +31,24 @@ pub struct PostingsShard {
     pub gaps: Vec<u32>,
     /// Weighted term frequencies × 8 of all lists, in order.
     pub tfs: Vec<u16>,
+    /// The lookups by name whose keys lie in the run
+    /// ([`super::names`]).
+    pub lookups: RunLookups,
 }
 
 impl PostingsShard {
-    /// Pack terms `first..` and their lists (each sorted by chunk id).
-    pub fn pack(first: u32, terms: &[String], lists: &[Vec<(u32, u16)>]) -> Self {
+    /// Pack terms `first..` and their lists (each sorted by chunk id),
+    /// with the lookups of the keys in the run.
+    pub fn pack(
+        first: u32,
+        terms: &[String],
+        lists: &[Vec<(u32, u16)>],
+        lookups: RunLookups,
+    ) -> Self {
         let mut p = PostingsShard {
             first,
             terms: columns::DiffColumn::front_code(terms),
+            lookups,
             ..Default::default()
         };
         for list in lists {
@@ -140,12 +150,13 @@ impl WebIndex {
     }
 
     /// Add a shard that [`WebIndex::missing`] named (its position in the
-    /// manifest's shard list): a postings shard, the qualified-names shard
-    /// or an edge shard.
+    /// manifest's shard list): a postings shard, the qualified-names shard,
+    /// a name shard or an edge shard.
     pub fn add_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
         match self.manifest.shards.get(position).map(|s| s.kind) {
             Some(ShardKind::Qualified) => self.add_qualified(position, bytes),
             Some(ShardKind::Edges) => self.add_edges(position, bytes),
+            Some(ShardKind::Names) => self.add_names(position, bytes),
             _ => self.add_postings(position, bytes),
         }
     }
@@ -193,6 +204,11 @@ impl WebIndex {
         let lists = p.unpack(n).ok_or_else(|| {
             bad("its posting columns disagree, or name a chunk outside the index".into())
         })?;
+        if self.corpus.lexical.run_loaded(a) {
+            return Ok(());
+        }
+        self.add_lookups(a, &p.lookups)
+            .map_err(|e| e.in_file(&info.name))?;
         self.corpus.lexical.load_run(a, terms, lists);
         Ok(())
     }
@@ -204,5 +220,6 @@ crate::wire::wire_struct!(PostingsShard {
     terms,
     lengths,
     gaps,
-    tfs
+    tfs,
+    lookups
 });

@@ -173,6 +173,7 @@ pub fn wire_reads_as_written(info: &ShardInfo, bytes: &[u8]) -> Result<bool, Cor
         ShardKind::Block => again::<BlockShard>(file, &payload),
         ShardKind::Qualified => again::<QualifiedShard>(file, &payload),
         ShardKind::TextDirectory => again::<TextDirectory>(file, &payload),
+        ShardKind::Names => again::<NameShard>(file, &payload),
         ShardKind::Vectors => Ok(true),
     }
 }
@@ -190,6 +191,7 @@ impl ShardInfo {
             terms: None,
             first_term: None,
             entities: None,
+            files: None,
         }
     }
 }

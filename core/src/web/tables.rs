@@ -130,14 +130,19 @@ fn separator(kind: EntityKind) -> &'static str {
 }
 
 /// What a chunk's string fields are predicted to be from its entity.
-struct ChunkPrediction {
-    path: String,
-    base_name: String,
-    chunk_type: String,
-    symbol_name: String,
+pub(super) struct ChunkPrediction {
+    pub(super) path: String,
+    pub(super) base_name: String,
+    pub(super) chunk_type: String,
+    pub(super) symbol_name: String,
 }
 
-fn predict_chunk(files: &[SourceFile], e: &Entity, part: u16, parts: u16) -> ChunkPrediction {
+pub(super) fn predict_chunk(
+    files: &[SourceFile],
+    e: &Entity,
+    part: u16,
+    parts: u16,
+) -> ChunkPrediction {
     let file = e.file.and_then(|f| files.get(f as usize));
     let path = file.map_or_else(|| e.qualified_name.clone(), |f| f.path.clone());
     let base_name = base_name(file.map_or(e.name.as_str(), |f| file_name(&f.path))).to_string();
@@ -163,14 +168,12 @@ fn predict_chunk(files: &[SourceFile], e: &Entity, part: u16, parts: u16) -> Chu
 /// is named after the callable it summarizes (its parent), a constructor
 /// after its class and a destructor after it with a `~`, a file entity
 /// after its file; others are not predicted ("").
-fn predict_name(
+pub(super) fn predict_name(
     files: &[SourceFile],
-    before: &[Entity],
+    parent: Option<&Entity>,
     kind: EntityKind,
-    parent: Option<u32>,
     file: Option<u32>,
 ) -> String {
-    let parent = parent.and_then(|p| before.get(p as usize));
     match (kind, parent) {
         (EntityKind::CallChain | EntityKind::Constructor, Some(p)) => p.name.clone(),
         (EntityKind::Destructor, Some(p)) => format!("~{}", p.name),
@@ -182,15 +185,12 @@ fn predict_name(
     }
 }
 
-/// The predicted parent symbol and module of an entity from the entities
-/// before it.
+/// The predicted parent symbol and module of an entity from its parent.
 fn predict_entity(
     files: &[SourceFile],
-    before: &[Entity],
-    parent: Option<u32>,
+    parent: Option<&Entity>,
     file: Option<u32>,
 ) -> (String, String) {
-    let parent = parent.and_then(|p| before.get(p as usize));
     let parent_symbol = parent.map_or_else(String::new, |p| p.qualified_name.clone());
     let module = file
         .and_then(|f| files.get(f as usize))
@@ -203,7 +203,7 @@ fn predict_entity(
 /// The predicted qualified name of an entity from its parent symbol as
 /// stored (which, unlike the parent's qualified name, also names the class
 /// of a method defined outside it).
-fn predict_qualified(kind: EntityKind, name: &str, parent_symbol: &str) -> String {
+pub(super) fn predict_qualified(kind: EntityKind, name: &str, parent_symbol: &str) -> String {
     match parent_symbol {
         "" | "." => name.to_string(),
         p if kind == EntityKind::CallChain => format!("{p} (call chain)"),
@@ -256,10 +256,11 @@ impl Tables {
                     e.id
                 )));
             }
-            let (parent_symbol, module) = predict_entity(files, &entities[..i], e.parent, e.file);
+            let parent = e.parent.and_then(|p| entities[..i].get(p as usize));
+            let (parent_symbol, module) = predict_entity(files, parent, e.file);
             let qualified = predict_qualified(e.kind, &e.name, &e.parent_symbol);
             en.kind.push(e.kind);
-            let name = predict_name(files, &entities[..i], e.kind, e.parent, e.file);
+            let name = predict_name(files, parent, e.kind, e.file);
             en.name.push(&name, &e.name);
             en.qualified_name.push(&qualified, &e.qualified_name);
             en.parent_symbol.push(&parent_symbol, &e.parent_symbol);
@@ -422,9 +423,10 @@ impl Tables {
             let file = unopt_step(last_file, en.file[i], "entity file")?;
             last_file = file.unwrap_or(last_file);
             let kind = en.kind[i];
-            let name = predict_name(&files, &entities, kind, parent, file);
+            let parent_row = parent.and_then(|p| entities.get(p as usize));
+            let name = predict_name(&files, parent_row, kind, file);
             let name = en.name.get(i, &name, budget)?;
-            let (parent_symbol, module) = predict_entity(&files, &entities, parent, file);
+            let (parent_symbol, module) = predict_entity(&files, parent_row, file);
             let parent_symbol = en.parent_symbol.get(i, &parent_symbol, budget)?;
             class_names.push(parent_symbol.clone());
             let qualified = predict_qualified(kind, &name, &parent_symbol);

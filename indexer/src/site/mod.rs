@@ -368,7 +368,7 @@ pub fn describe(report: &SiteReport) -> String {
             };
             let (n, bytes) = match k {
                 ShardKind::Text => listed(&report.text),
-                ShardKind::Postings | ShardKind::Edges => listed(&report.listed),
+                ShardKind::Postings | ShardKind::Edges | ShardKind::Names => listed(&report.listed),
                 _ => (m.shards_of(k).count(), m.bytes_of(k)),
             };
             (n > 0).then(|| format!("{} {} ({} KiB)", n, k.as_str(), bytes / 1024))
