@@ -12,16 +12,20 @@
 //!   bytes ([`ShardHash`]), so hosts can cache them forever;
 //! - one *search* shard (metadata, graph, the keyword index's document
 //!   lengths and the text features retrieval ranks from, but no code,
-//!   gloss text, vocabulary or qualified names), loaded first; *postings*
-//!   shards, each a run of the sorted vocabulary with its posting lists,
-//!   listed in the search shard's [`ShardDirectory`] with the run's first
-//!   term so that a query fetches the runs of its terms and nothing else
-//!   (the *edge* shards, runs of entities, are listed there too); one *qualified*
+//!   gloss text, vocabulary, qualified names, or names of entities with a
+//!   file), loaded first; *postings* shards, each a run of the sorted
+//!   vocabulary with its posting lists and the lookups by name whose keys
+//!   it holds (`lookups.rs`), listed in the search shard's
+//!   [`ShardDirectory`] with the run's first term so that a query fetches
+//!   the runs of its terms and names and nothing else (the *edge* shards,
+//!   runs of entities, and the *name* shards, runs of files, `names.rs`,
+//!   are listed there too); one *qualified*
 //!   shard (the `a::b` names each chunk's code writes), fetched by the
 //!   first question that writes such a name; one *vectors* shard, loaded with semantic search, or under
 //!   `[retrieval] ivf_probe` a vector *directory* loaded with semantic
 //!   search and the *partitions* a question probes (`vectors.rs`); and *text*
-//!   shards (code, glosses and lines of a run of chunks, 64 KiB before compression),
+//!   shards (code, glosses and lines of a run of chunks, [`TEXT_SHARD_RAW_BYTES`]
+//!   before compression),
 //!   fetched only for the chunks shown or sent to the model.
 //!
 //! Shards are deflate-compressed here, so the bytes a browser transfers do
