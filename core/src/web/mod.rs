@@ -112,16 +112,20 @@ pub const WEB_FORMAT_VERSION: u32 = 17;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
-/// their lists), so a query fetches the runs of its few terms, not the
-/// whole keyword index. A term outside the vocabulary costs its run too.
-/// Measured by `cargo xtask bench site` against 12,000 and 6,000: the
-/// smallest first and later downloads on both the small and the large
-/// codebase, although the manifest lists four times the shards. Against
-/// 1,500 (with the runs listed in the search shard, web format 14): later
-/// questions 3-13% smaller, but the first results on the largest set 4.4
-/// KB larger (its first question's terms lie in few runs, while the longer
-/// list costs every question), so 3,000 stays.
-pub const POSTINGS_PER_SHARD: usize = 3_000;
+/// their lists, and the lookups by name whose keys it holds), so a query
+/// fetches the runs of its few terms, not the whole keyword index. A term
+/// outside the vocabulary costs its run too. Measured by `cargo xtask
+/// bench site`, first with 12,000 and 6,000 against 3,000 (3,000 smallest
+/// on both the small and the large codebase), then, once the runs carried
+/// the lookups by name (web format 17), 1,500 against 3,000, bytes before
+/// the first keyword results and later questions p50 / max: Kokkos
+/// 447,365 -> 434,109, 45.9 / 90.5 -> 42.2 / 79.2 KB; IPPL 299,405 ->
+/// 299,554, 24.8 / 44.7 -> 23.8 / 42.4 KB; Kokkos with IPPL 420,128 ->
+/// 424,211 (a longer list in the search shard), 29.7 / 96.1 -> 25.7 /
+/// 86.7 KB. 1,000 and 2,000 were measured too: 1,000 cut later questions
+/// further (Kokkos 38.5 / 74.3 KB) but cost every site's first results
+/// more (Kokkos 435,825, IPPL 302,359, Kokkos with IPPL 430,992).
+pub const POSTINGS_PER_SHARD: usize = 1_500;
 /// Uncompressed bytes of chunk text per text shard. A question's six
 /// evidence cards usually lie in six shards, so this bounds the bytes a
 /// later question costs. 32 KiB against 64 KiB, measured by `cargo xtask
