@@ -115,16 +115,12 @@ pub const WEB_MANIFEST: &str = "codegloss.json";
 /// their lists, and the lookups by name whose keys it holds), so a query
 /// fetches the runs of its few terms, not the whole keyword index. A term
 /// outside the vocabulary costs its run too. Measured by `cargo xtask
-/// bench site`, first with 12,000 and 6,000 against 3,000 (3,000 smallest
-/// on both the small and the large codebase), then, once the runs carried
-/// the lookups by name (web format 17), 1,500 against 3,000, bytes before
-/// the first keyword results and later questions p50 / max: Kokkos
-/// 447,365 -> 434,109, 45.9 / 90.5 -> 42.2 / 79.2 KB; IPPL 299,405 ->
-/// 299,554, 24.8 / 44.7 -> 23.8 / 42.4 KB; Kokkos with IPPL 420,128 ->
-/// 424,211 (a longer list in the search shard), 29.7 / 96.1 -> 25.7 /
-/// 86.7 KB. 1,000 and 2,000 were measured too: 1,000 cut later questions
-/// further (Kokkos 38.5 / 74.3 KB) but cost every site's first results
-/// more (Kokkos 435,825, IPPL 302,359, Kokkos with IPPL 430,992).
+/// bench site` once the runs carried the lookups (web format 17), 1,500
+/// against 3,000, bytes before the first keyword results and later p50 /
+/// max: Kokkos 447,365 -> 434,109, 45.9 / 90.5 -> 42.2 / 79.2 KB; IPPL
+/// 299,405 -> 299,554; Kokkos with IPPL 420,128 -> 424,211, 29.7 / 96.1
+/// -> 25.7 / 86.7 KB. 1,000 cut later questions more but cost every
+/// site's first results more (Kokkos 435,825, IPPL 302,359).
 pub const POSTINGS_PER_SHARD: usize = 1_500;
 /// Uncompressed bytes of chunk text per text shard. A question's six
 /// evidence cards usually lie in six shards, so this bounds the bytes a
