@@ -29,7 +29,7 @@ let semanticLoad = null;
 // a `semantic` message (benchmarks measure the phases apart).
 let semanticMode = 'auto';
 let bytesFetched = 0;
-// The size and SHA-256 (a shard's: its first 128 bits) of every file the
+// The size and SHA-256 (a shard's: its first 64 bits) of every file the
 // manifest names, by absolute URL.
 let expected = new Map();
 /** The binary manifest the worker reads, in the folder of the `index` URL (`codegloss.json`). */
@@ -85,9 +85,9 @@ async function intact(bytes, want) {
   // Web Crypto (like the Cache API) exists only in secure contexts; without
   // it nothing is cached, and the engine checks every shard itself.
   if (!self.crypto?.subtle) return true;
-  // A shard lists the first 128 bits of its SHA-256 (32 hex digits), a
+  // A shard lists the first 64 bits of its SHA-256 (16 hex digits), a
   // model file the whole hash: the listed digits must open the computed ones.
-  return want.sha256.length >= 32 && (await sha256Hex(bytes)).startsWith(want.sha256);
+  return want.sha256.length >= 16 && (await sha256Hex(bytes)).startsWith(want.sha256);
 }
 
 async function download(url, mode) {
@@ -139,11 +139,15 @@ function fetchListed(m) {
 }
 
 async function open(indexUrl) {
-  await init();
   indexBase = new URL('.', indexUrl);
-  // The manifest's binary form, beside `codegloss.json`: the search module
-  // reads it with the decoder it has for the shards (no JSON parser).
-  const manifest = await fetchBytes(new URL(MANIFEST_BIN, indexBase).href, { immutable: false });
+  // The search module (named here, since the bundled worker holds its
+  // glue) and the manifest's binary form, beside `codegloss.json`, at
+  // once: the module reads the manifest with the decoder it has for the
+  // shards (no JSON parser).
+  const [, manifest] = await Promise.all([
+    init({ module_or_path: new URL('./pkg/codegloss_wasm_bg.wasm', import.meta.url) }),
+    fetchBytes(new URL(MANIFEST_BIN, indexBase).href, { immutable: false }),
+  ]);
   // Throws, with what is wrong, on a damaged manifest.
   const listing = JSON.parse(manifestFiles(manifest));
   for (const f of listing.files) {

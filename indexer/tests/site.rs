@@ -507,12 +507,14 @@ fn rewriting_a_site_keeps_its_page_and_clears_stale_shards() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("site");
     // A maintainer's own landing page stays; stale shards go (named by a
-    // shard hash, or by a whole SHA-256 as before web format 9); other
-    // files stay.
+    // shard hash, 128 bits before web format 18, or by a whole SHA-256 as
+    // before web format 9); other files stay.
     std::fs::create_dir_all(dir.join("index/shards")).unwrap();
     std::fs::write(dir.join("index.html"), "<h1>our docs</h1>").unwrap();
-    let stale = dir.join(format!("index/shards/text-{}.bin", "0".repeat(32)));
+    let stale = dir.join(format!("index/shards/text-{}.bin", "0".repeat(16)));
     std::fs::write(&stale, "old").unwrap();
+    let old = dir.join(format!("index/shards/postings-{}.bin", "3".repeat(32)));
+    std::fs::write(&old, "old").unwrap();
     let older = dir.join(format!("index/shards/search-{}.bin", "1".repeat(64)));
     std::fs::write(&older, "older").unwrap();
     let not_a_hash = dir.join(format!("index/shards/text-{}.bin", "2".repeat(40)));
@@ -533,6 +535,7 @@ fn rewriting_a_site_keeps_its_page_and_clears_stale_shards() {
         "<h1>our docs</h1>"
     );
     assert!(!stale.exists());
+    assert!(!old.exists());
     assert!(!older.exists());
     assert!(not_a_hash.exists());
     assert!(dir.join("index/shards/notes.txt").exists());

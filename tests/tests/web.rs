@@ -12,7 +12,7 @@ use codegloss_core::model::EntityKind;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::web::{
     build_site_index_with, shard_hash_hex, wire_reads_as_written, ShardInfo, ShardKind, SiteIndex,
-    WebIndex, WebManifest,
+    WebIndex, WebManifest, SHARD_HASH_BYTES,
 };
 use codegloss_core::{CoreError, IndexData};
 use codegloss_indexer::{ingest::build, Config};
@@ -99,7 +99,7 @@ fn shards_are_content_addressed_and_sized() {
     for (info, (name, bytes)) in written.zip(&s.files) {
         assert_eq!(&info.name, name);
         assert_eq!(info.sha256, shard_hash_hex(bytes));
-        assert_eq!(info.sha256.len(), 32);
+        assert_eq!(info.sha256.len(), 2 * SHARD_HASH_BYTES);
         assert_eq!(info.bytes, bytes.len() as u64);
         assert!(name.ends_with(&format!("{}.bin", info.sha256)));
     }

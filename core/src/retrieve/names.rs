@@ -96,7 +96,7 @@ fn acronyms_of(name: &str) -> Vec<String> {
     identifier_parts(name)
         .into_iter()
         .filter(|p| (3..=6).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphabetic()))
-        .filter(|p| name.contains(&p.to_uppercase()))
+        .filter(|p| name.contains(&p.to_ascii_uppercase()))
         .collect()
 }
 
@@ -133,6 +133,11 @@ impl NameRanges {
     /// The range holding `file`.
     pub fn range_of(&self, file: u32) -> Option<usize> {
         self.starts.partition_point(|&s| s <= file).checked_sub(1)
+    }
+
+    /// Whether range `range` is loaded.
+    pub fn is_loaded(&self, range: usize) -> bool {
+        self.loaded.get(range).copied().unwrap_or(false)
     }
 
     /// Mark range `range` loaded.

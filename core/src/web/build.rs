@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::directory::ShardDirectory;
 use super::edges;
 use super::lookups::{key_entries, GlobalLookups, KeyEntry, RunLookups};
-use super::names::{blank_filed_names, name_ranges, NameShard};
+use super::names::{blank_filed_names, name_ranges, rows_by_range, NameShard};
 use super::postings::PostingsShard;
 use super::qualified::QualifiedShard;
 use super::shard::{encode_shard, shard, wrap_shard};
@@ -106,13 +106,17 @@ pub fn build_site_index_with(
             list.push(c.id);
         }
     }
-    for range in name_ranges(data.files.len(), &data.entities, name_entities_per_shard) {
+    let ranges = name_ranges(data.files.len(), &data.entities, name_entities_per_shard);
+    let starts: Vec<u32> = ranges.iter().map(|r| r[0]).collect();
+    let rows = rows_by_range(&data.entities, &starts);
+    for (range, ids) in ranges.into_iter().zip(&rows) {
         let names = NameShard::pack(
             &data.files,
             &data.entities,
             &data.chunks,
             &chunks_of_entity,
             range,
+            ids,
         );
         let (mut info, bytes) = shard(
             ShardKind::Names,

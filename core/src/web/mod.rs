@@ -8,7 +8,7 @@
 //!   with its size and hash), and the same manifest in binary form,
 //!   `codegloss.bin`, which the browser reads (`manifest_bin.rs`): the only
 //!   files a host must not cache for long;
-//! - immutable shards named by the first 128 bits of the SHA-256 of their
+//! - immutable shards named by the first 64 bits of the SHA-256 of their
 //!   bytes ([`ShardHash`]), so hosts can cache them forever;
 //! - one *search* shard (metadata, graph, the keyword index's document
 //!   lengths and the text features retrieval ranks from, but no code,
@@ -68,47 +68,12 @@ pub use qualified::QualifiedShard;
 use shard::decode_shard;
 pub use shard::{
     open_shard, shard_hash, shard_hash_hex, wire_reads_as_written, ShardHash, SHARD_HASH_BYTES,
+    WEB_FORMAT_VERSION, WEB_MAGIC,
 };
 pub use tables::Tables;
 pub use textdir::{text_directory_shard, TextDirectory};
 pub use vectors::{PartitionShard, Points, VectorDirectory};
 
-/// Magic number at the start of every shard.
-pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
-/// Version of the web layout; bumped on any incompatible change (4: text
-/// shards carry each chunk's [`crate::model::CodeFrame`]; 5: vectors carry
-/// their partitions, and a site ranked with `ivf_probe > 0` ships them as
-/// a directory and partition shards; 6: partition shards carry product
-/// codes, and the int8 vectors move to refine blocks; 7: the partitions
-/// carry each chunk's radius, [`crate::hubness`]; 8: the vocabulary moves
-/// from the search shard into the postings shards, whose first terms the
-/// manifest lists, and the qualified names into a shard of their own; 9:
-/// shards are named and checked by a [`ShardHash`], 128 bits, entity
-/// names are predicted from their parents and files and qualified names
-/// from the stored parent symbols, parents are steps from the entity
-/// before's parent, a later part's first line a step from the end of the
-/// part before, non-blank line counts steps from line counts, refine
-/// blocks hold [`crate::retrieve::REFINE_BLOCK`] = 4 vectors, and the
-/// search shard drops the token estimates and the edges the entities
-/// imply; 10: document lengths are one byte each,
-/// [`crate::lexical::length_code`], a chunk's non-blank line count is one
-/// flag, [`crate::retrieve::features::SUBSTANTIAL_LINES`], and files carry
-/// no `#include` directives: retrieval follows the include edges; 11: the
-/// edges that the entities do not imply move from the search shard into
-/// edge shards by range of entities, fetched for the entities a question's
-/// expansion and answer look up; 12: an entity's parent is stored as its
-/// place among the ancestors of the entity before; 13: a chunk's lines
-/// move from the search shard into its text shard, since only what shows
-/// or quotes a chunk reads them; 14: the postings and edge shards are
-/// listed in the search shard's [`ShardDirectory`], not the manifest; 15:
-/// product codes of [`crate::pq::SUBSPACE_DIM`] = 6 components a byte, and
-/// 60 chunks refined by default; 16: the manifest is written in a binary
-/// form too, `codegloss.bin`, which the browser reads instead of the JSON;
-/// 17: the names of entities with a file, and of their chunks, move from
-/// the search shard into name shards by range of files, listed in its
-/// directory, and the lookups by name into the postings shards, keyed like
-/// the vocabulary, `names.rs`).
-pub const WEB_FORMAT_VERSION: u32 = 17;
 /// File name of the web manifest inside a site's index folder.
 pub const WEB_MANIFEST: &str = "codegloss.json";
 /// Postings per postings shard (a run of the vocabulary: its terms and
@@ -245,7 +210,7 @@ pub struct ShardInfo {
     pub name: String,
     /// Size in bytes.
     pub bytes: u64,
-    /// The bytes' [`ShardHash`] (hex): the first 128 bits of their SHA-256.
+    /// The bytes' [`ShardHash`] (hex): the first 64 bits of their SHA-256.
     pub sha256: String,
     /// For text shards: the first and last chunk id it covers.
     #[serde(default)]
@@ -552,6 +517,8 @@ pub struct WebIndex {
     /// Whether the search shard left the implied edges out (else one edge
     /// shard holds the graph whole).
     edges_implied: bool,
+    /// Per name shard, the entities whose names it brings, by id.
+    name_rows: Vec<Vec<u32>>,
 }
 
 impl WebIndex {
@@ -623,6 +590,7 @@ impl WebIndex {
         // Names arrive per range of files, the lookups by name with the
         // vocabulary's runs: what the corpus built from the search shard's
         // blank names is empty until then.
+        let name_rows = names::rows_by_range(&corpus.data.entities, &name_starts);
         corpus.name_ranges = Some(crate::retrieve::names::NameRanges::new(name_starts));
         corpus.lookups_in_runs = true;
         corpus.by_symbol.clear();
@@ -634,6 +602,7 @@ impl WebIndex {
             manifest,
             edges_implied: t.edges_implied,
             corpus,
+            name_rows,
             loaded: BTreeSet::new(),
             vector_shards: vectors::VectorShards::default(),
         };

@@ -44,13 +44,18 @@ pub struct NameShard {
     chunk_class_name: OptDiffColumn,
 }
 
-/// The entities of files `range` whose names load apart, by id.
-fn rows(entities: &[Entity], [a, b]: [u32; 2]) -> Vec<u32> {
-    entities
-        .iter()
-        .filter(|e| names_load_apart(e) && e.file.is_some_and(|f| a <= f && f <= b))
-        .map(|e| e.id)
-        .collect()
+/// The entities whose names load apart, by name shard (the shard whose
+/// file range, starting at `starts[r]`, holds the entity's file), each
+/// shard's by id: one pass over the entities, rather than one per shard.
+pub(super) fn rows_by_range(entities: &[Entity], starts: &[u32]) -> Vec<Vec<u32>> {
+    let mut rows = vec![Vec::new(); starts.len()];
+    for e in entities.iter().filter(|e| names_load_apart(e)) {
+        let Some(f) = e.file else { continue };
+        if let Some(r) = starts.partition_point(|&s| s <= f).checked_sub(1) {
+            rows[r].push(e.id);
+        }
+    }
+    rows
 }
 
 /// The parent a row of the shard of `ids` may be predicted from: an entity
@@ -79,23 +84,24 @@ pub(super) struct Decoded {
 }
 
 impl NameShard {
-    /// The names of files `range` of an index.
+    /// The names of files `range` of an index, whose entities with names
+    /// apart are `ids` ([`rows_by_range`]).
     pub(super) fn pack(
         files: &[SourceFile],
         entities: &[Entity],
         chunks: &[Chunk],
         chunks_of_entity: &[Vec<u32>],
         range: [u32; 2],
+        ids: &[u32],
     ) -> Self {
         let mut s = NameShard {
             range,
             ..NameShard::default()
         };
-        let ids = rows(entities, range);
         for (k, &id) in ids.iter().enumerate() {
             let e = &entities[id as usize];
             let before = |j: usize| (j < k).then(|| &entities[ids[j] as usize]);
-            let parent = visible(entities, &ids, before, e.parent);
+            let parent = visible(entities, ids, before, e.parent);
             s.name
                 .push(&predict_name(files, parent, e.kind, e.file), &e.name);
             let parent_symbol = parent.map_or("", |p| p.qualified_name.as_str());
@@ -138,17 +144,18 @@ impl NameShard {
     }
 
     /// Decode against the search shard's tables (whose entities without a
-    /// file have their names). Fails with [`CoreError::Malformed`] when the
-    /// columns do not fit the range's entities and chunks.
+    /// file have their names), the range's entities with names apart being
+    /// `ids`. Fails with [`CoreError::Malformed`] when the columns do not
+    /// fit the range's entities and chunks.
     pub(super) fn unpack(
         &self,
         files: &[SourceFile],
         entities: &[Entity],
         chunks: &[Chunk],
         chunks_of_entity: &[Vec<u32>],
+        ids: &[u32],
     ) -> Result<Decoded, CoreError> {
         let budget = &Budget::new(self.weight());
-        let ids = rows(entities, self.range);
         let n = ids.len();
         let nc: usize = ids
             .iter()
@@ -178,7 +185,7 @@ impl NameShard {
         let mut done: Vec<Entity> = Vec::with_capacity(n);
         for (k, &id) in ids.iter().enumerate() {
             let e = &entities[id as usize];
-            let parent = visible(entities, &ids, |j| done.get(j), e.parent);
+            let parent = visible(entities, ids, |j| done.get(j), e.parent);
             let name = self
                 .name
                 .get(k, &predict_name(files, parent, e.kind, e.file), budget)?;
@@ -265,19 +272,26 @@ impl WebIndex {
             });
         }
         let c = &mut self.corpus;
-        let Some(range) = c
+        let Some((range, loaded)) = c
             .name_ranges
             .as_ref()
-            .and_then(|r| r.range_of(shard.range[0]))
+            .and_then(|r| r.range_of(shard.range[0]).map(|i| (i, r.is_loaded(i))))
         else {
             return Ok(());
         };
+        // A shard loaded before (its hash checked again above) is not
+        // decoded again.
+        if loaded {
+            return Ok(());
+        }
+        let ids = self.name_rows.get(range).map_or(&[][..], Vec::as_slice);
         let d = shard
             .unpack(
                 &c.data.files,
                 &c.data.entities,
                 &c.data.chunks,
                 &c.chunks_of_entity,
+                ids,
             )
             .map_err(|e| e.in_file(&info.name))?;
         for e in d.entities {
@@ -520,11 +534,15 @@ mod tests {
             .all(|e| e.name.is_empty()));
         let ranges = name_ranges(files.len(), &full, 1);
         assert_eq!(ranges, vec![[0, 0], [1, 1]]);
-        for range in ranges {
-            let shard = NameShard::pack(&files, &full, &chunks, &of, range);
-            // Decoding sees only the search shard's names: the same rows.
-            let d = shard.unpack(&files, &blank, &blank_chunks, &of).unwrap();
-            let ids = rows(&full, range);
+        let rows = rows_by_range(&full, &[0, 1]);
+        // The rows are found the same from the search shard's blank names.
+        assert_eq!(rows, rows_by_range(&blank, &[0, 1]));
+        for (r, range) in ranges.into_iter().enumerate() {
+            let ids = &rows[r];
+            let shard = NameShard::pack(&files, &full, &chunks, &of, range, ids);
+            let d = shard
+                .unpack(&files, &blank, &blank_chunks, &of, ids)
+                .unwrap();
             assert_eq!(d.entities.len(), ids.len());
             for e in &d.entities {
                 let want = &full[e.id as usize];
@@ -545,15 +563,16 @@ mod tests {
                     (&want.symbol_name, &want.parent_symbol, &want.class_name)
                 );
             }
-            // A shard packed for other files does not fit these rows.
-            let mut other = shard.clone();
-            other.range = [0, 1];
-            assert!(other.unpack(&files, &blank, &blank_chunks, &of).is_err());
+            // A shard does not fit the rows of other files.
+            let other = &rows[1 - r];
+            assert!(shard
+                .unpack(&files, &blank, &blank_chunks, &of, other)
+                .is_err());
         }
         // The constructor and the call chain cost nothing: predicted from
         // their parents in the same shard.
-        let first = NameShard::pack(&files, &full, &chunks, &of, [0, 0]);
-        let ids = rows(&full, [0, 0]);
+        let ids = &rows[0];
+        let first = NameShard::pack(&files, &full, &chunks, &of, [0, 0], ids);
         let at = |id: u32| ids.iter().position(|&i| i == id).unwrap();
         assert!(first.name.append[at(4)].is_empty() && first.name.cut[at(4)] == 0);
         assert!(first.name.append[at(8)].is_empty() && first.name.cut[at(8)] == 0);

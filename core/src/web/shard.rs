@@ -1,18 +1,56 @@
 //! The shard envelope of the web layout: every shard is the magic number,
 //! [`WEB_FORMAT_VERSION`], a kind tag and a deflated bincode payload, named
-//! by its [`ShardHash`] (the first 128 bits of the SHA-256 of its bytes).
+//! by its [`ShardHash`] (the first 64 bits of the SHA-256 of its bytes).
 //! Apart from `mod.rs` because it is the one place that writes and checks
 //! those bytes (size, hash, magic, version, kind, inflate limit, trailing
-//! bytes); the manifest and the loader only call it. Payloads are written
+//! bytes), and keeps the version's history; the manifest and the loader
+//! only call it. Payloads are written
 //! by bincode through serde and read by [`crate::wire`], without serde.
 
 use serde::Serialize;
 
-use super::{ShardInfo, ShardKind, WEB_FORMAT_VERSION, WEB_MAGIC};
+use super::{ShardInfo, ShardKind};
 use crate::error::CoreError;
 use crate::format::{bincode_config, verify_hashed};
 use crate::wire::{Reader, Wire};
 use sha2::{Digest, Sha256};
+
+/// Magic number at the start of every shard.
+pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
+/// Version of the web layout; bumped on any incompatible change (4: text
+/// shards carry each chunk's [`crate::model::CodeFrame`]; 5: vectors carry
+/// their partitions, and a site ranked with `ivf_probe > 0` ships them as
+/// a directory and partition shards; 6: partition shards carry product
+/// codes, and the int8 vectors move to refine blocks; 7: the partitions
+/// carry each chunk's radius, [`crate::hubness`]; 8: the vocabulary moves
+/// from the search shard into the postings shards, whose first terms the
+/// manifest lists, and the qualified names into a shard of their own; 9:
+/// shards are named and checked by a [`ShardHash`], 128 bits, entity
+/// names are predicted from their parents and files and qualified names
+/// from the stored parent symbols, parents are steps from the entity
+/// before's parent, a later part's first line a step from the end of the
+/// part before, non-blank line counts steps from line counts, refine
+/// blocks hold [`crate::retrieve::REFINE_BLOCK`] = 4 vectors, and the
+/// search shard drops the token estimates and the edges the entities
+/// imply; 10: document lengths are one byte each,
+/// [`crate::lexical::length_code`], a chunk's non-blank line count is one
+/// flag, [`crate::retrieve::features::SUBSTANTIAL_LINES`], and files carry
+/// no `#include` directives: retrieval follows the include edges; 11: the
+/// edges that the entities do not imply move from the search shard into
+/// edge shards by range of entities, fetched for the entities a question's
+/// expansion and answer look up; 12: an entity's parent is stored as its
+/// place among the ancestors of the entity before; 13: a chunk's lines
+/// move from the search shard into its text shard, since only what shows
+/// or quotes a chunk reads them; 14: the postings and edge shards are
+/// listed in the search shard's [`super::ShardDirectory`], not the manifest; 15:
+/// product codes of [`crate::pq::SUBSPACE_DIM`] = 6 components a byte, and
+/// 60 chunks refined by default; 16: the manifest is written in a binary
+/// form too, `codegloss.bin`, which the browser reads instead of the JSON;
+/// 17: the names of entities with a file, and of their chunks, move from
+/// the search shard into name shards by range of files, listed in its
+/// directory, and the lookups by name into the postings shards, keyed like
+/// the vocabulary, `names.rs`; 18: a [`ShardHash`] is 64 bits).
+pub const WEB_FORMAT_VERSION: u32 = 18;
 
 /// Magic number, version and kind tag (with three zero bytes).
 const SHARD_HEADER: usize = 8 + 4 + 4;
@@ -21,21 +59,24 @@ const INFLATE_LIMIT: usize = 1 << 28;
 /// Deflate level of every shard (the best: shards are written once).
 const DEFLATE_LEVEL: u8 = 9;
 
-/// A shard's content hash: the first 128 bits of the SHA-256 of its bytes.
+/// A shard's content hash: the first 64 bits of the SHA-256 of its bytes.
 ///
 /// It names the shard (content addressing: a changed shard gets a new URL,
-/// so caches never serve a stale one) and checks its bytes on arrival. It is
-/// half of a full SHA-256 because the manifest and the vector directory,
-/// which a browser fetches before its first results, list one per shard,
-/// and a hash is the one thing in them that does not compress: 16 bytes
-/// less per shard took 1,027 shards' worth of hex out of a large
-/// codebase's manifest. 128 bits keep collisions among a site's shards out
-/// of reach (about 2^64 shards for an even chance) and any corruption in
-/// transit detected; the host that could forge a shard serves the manifest
-/// too, so a longer hash would not stop it.
+/// so caches never serve a stale one) and checks its bytes on arrival. It
+/// is a quarter of a full SHA-256 because the search shard's directory,
+/// the text directory and the vector directory list one per shard, and a
+/// hash is the one thing in them that does not compress: on a
+/// 44,000-chunk codebase the search shard, fetched before the first
+/// results, lists 1,032 shards, and 64 bits less each took it from
+/// 128,484 to 119,757 bytes (`cargo xtask bench site`). 64 bits
+/// still keep a collision among a site's shards out of reach (even a
+/// million shards collide with odds of 1 in 3.7e7, and a site has
+/// thousands) and leave corruption in transit undetected with odds of 1 in
+/// 1.8e19; the host that could forge a shard serves the manifest too, so a
+/// longer hash would not stop it.
 pub type ShardHash = [u8; SHARD_HASH_BYTES];
 /// Bytes of a [`ShardHash`].
-pub const SHARD_HASH_BYTES: usize = 16;
+pub const SHARD_HASH_BYTES: usize = 8;
 
 /// The [`ShardHash`] of `bytes`.
 pub fn shard_hash(bytes: &[u8]) -> ShardHash {

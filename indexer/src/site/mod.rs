@@ -194,9 +194,10 @@ fn is_shard_name(name: &str) -> bool {
         return false;
     };
     // A [`ShardHash`](codegloss_core::web::ShardHash) names shards since web
-    // format 9; older sites named them by the whole SHA-256.
+    // format 9 (128 bits until format 18); older sites named them by the
+    // whole SHA-256.
     ShardKind::ALL.iter().any(|k| k.as_str() == kind)
-        && [2 * SHARD_HASH_BYTES, 64].contains(&hash.len())
+        && [2 * SHARD_HASH_BYTES, 32, 64].contains(&hash.len())
         && hash.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
