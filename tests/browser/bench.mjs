@@ -35,7 +35,14 @@ function meter(page) {
   page.on('requestfinished', async (r) => {
     const s = await r.sizes().catch(() => null);
     if (!s) return;
-    const bytes = s.responseBodySize + s.responseHeadersSize;
+    // Chromium reports no body size for a worker's own script (its
+    // imports are reported): the body as sent, then, by Content-Length.
+    let body = s.responseBodySize;
+    if (body === 0) {
+      const length = await r.response().then((x) => x?.headerValue('content-length')).catch(() => null);
+      body = Number(length) || 0;
+    }
+    const bytes = body + s.responseHeadersSize;
     m.bytes += bytes;
     m.requests.push({ url: r.url().replace(site, ''), bytes });
   });

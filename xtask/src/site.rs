@@ -136,20 +136,51 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
             &out.join("codegloss/ort").join(f),
         )?;
     }
-    // Every module and stylesheet of the widget (widget.js imports its
-    // helpers, the worker its own; the landing page has its stylesheet).
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("site"))
+    // The widget and the worker, each bundled with the modules it imports
+    // (the worker with the search module's wasm-bindgen glue), and the
+    // stylesheets of the widget and the landing page. One
+    // file each, minified, since they are on the path to the first
+    // results: 16 modules and stylesheets came in three waves of requests
+    // (a module's imports are known only once it arrives), 31,422 bytes
+    // with their headers; measured by `cargo xtask bench site`. Each has a
+    // linked source map that only a debugger fetches.
+    let site = root.join("site");
+    // Only what this build writes: a module an older build copied alone
+    // would otherwise be published with every site.
+    for entry in std::fs::read_dir(out.join("codegloss"))
+        .into_iter()
+        .flatten()
+    {
+        let path = entry?.path();
+        if path.is_file() {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    // Bundled from a copy of `site/` that holds the glue where the
+    // worker imports it (`./pkg/`), as in the assets.
+    let stage = root.join("target/site-stage");
+    if stage.exists() {
+        std::fs::remove_dir_all(&stage).context("clearing target/site-stage")?;
+    }
+    for entry in std::fs::read_dir(&site).context("reading site/")? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "js") {
+            copy(&path, &stage.join(path.file_name().expect("a file")))?;
+        }
+    }
+    copy(
+        &out.join("codegloss/pkg/codegloss_wasm.js"),
+        &stage.join("pkg/codegloss_wasm.js"),
+    )?;
+    let entries = [stage.join("widget.js"), stage.join("worker.js")];
+    bundle(&npm, &entries, &out.join("codegloss"))?;
+    let mut styles: Vec<PathBuf> = std::fs::read_dir(&site)
         .context("reading site/")?
         .map(|e| e.map(|e| e.path()))
         .collect::<std::io::Result<_>>()?;
-    files.retain(|p| p.extension().is_some_and(|x| x == "js" || x == "css"));
-    files.sort();
-    // Minified, since they are on the path to the first results (the
-    // widget's modules and stylesheet 45 KB -> 26 KB gzipped, measured by
-    // `cargo xtask bench site`), each with a linked source map that only a
-    // debugger fetches. Each file stays a module of its own: the worker
-    // and the page load them by name.
-    minify(&npm, &files, &out.join("codegloss"), false)?;
+    styles.retain(|p| p.extension().is_some_and(|x| x == "css"));
+    styles.sort();
+    minify(&npm, &styles, &out.join("codegloss"), false)?;
     // Each module's wasm-bindgen glue, in its folder.
     for (name, dir) in modules {
         let dir = out.join("codegloss").join(dir);
@@ -157,6 +188,23 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     }
     copy(&root.join("site/index.html"), &out.join("index.html"))?;
     Ok(out)
+}
+
+/// Bundle each of `entries` with the modules it imports into `out` (same
+/// names), minified, with esbuild (the worker names its wasm module's URL
+/// itself, so the wasm-bindgen glue bundles too).
+fn bundle(npm: &Path, entries: &[PathBuf], out: &Path) -> Result<()> {
+    run(Command::new(npm.join("node_modules/.bin/esbuild"))
+        .args(entries)
+        .args([
+            "--bundle",
+            "--format=esm",
+            "--minify",
+            "--charset=utf8",
+            "--sourcemap",
+            "--log-level=warning",
+        ])
+        .arg(format!("--outdir={}", out.display())))
 }
 
 /// Minify `files` into `out` (same names) with esbuild, without bundling:
