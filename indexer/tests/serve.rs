@@ -171,8 +171,8 @@ fn ranges_policy_and_compression() {
     assert_eq!(status, 416, "{head}");
     assert!(head.contains("Content-Range: bytes */10"), "{head}");
 
-    // Every reply carries the policy; without a policy in the landing
-    // page, the default one.
+    // A page carries the policy; without a policy in the landing page,
+    // the default one.
     let (status, head, _) = get(&server.addr, "/", "Accept-Encoding: gzip\r\n");
     assert_eq!(status, 200);
     let policy = head
@@ -182,6 +182,17 @@ fn ranges_policy_and_compression() {
     assert!(policy.contains("default-src 'self'"), "{policy}");
     assert!(!policy.contains("unsafe-inline"), "{policy}");
     assert!(head.contains("Content-Encoding: gzip"), "{head}");
+    // Data that no browser runs or shows as a page (shards, the manifest)
+    // goes without it, never without `nosniff`.
+    for path in ["/data.txt", "/index/codegloss.json"] {
+        let (status, head, _) = get(&server.addr, path, "");
+        assert_eq!(status, 200, "{head}");
+        assert!(!head.contains("Content-Security-Policy"), "{head}");
+        assert!(head.contains("X-Content-Type-Options: nosniff"), "{head}");
+    }
+    let (status, head, _) = get(&server.addr, "/missing.bin", "");
+    assert_eq!(status, 404, "{head}");
+    assert!(head.contains("Content-Security-Policy"), "an error: {head}");
     // The same compressed bytes twice (compressed once, kept).
     let (_, head2, body2) = get(&server.addr, "/", "Accept-Encoding: gzip\r\n");
     let (_, _, body1) = get(&server.addr, "/", "Accept-Encoding: gzip\r\n");
@@ -216,7 +227,7 @@ fn the_landing_pages_policy_is_the_header() {
     )
     .unwrap();
     let server = start(dir.path());
-    let (_, head, _) = get(&server.addr, "/data.txt", "");
+    let (_, head, _) = get(&server.addr, "/", "");
     assert!(
         head.contains(
             "Content-Security-Policy: default-src 'self'; connect-src 'self' https://llm.example.org"
@@ -236,7 +247,7 @@ fn a_maintainers_own_landing_page_gets_the_written_policy() {
     )
     .unwrap();
     let server = start(dir.path());
-    let (_, head, _) = get(&server.addr, "/data.txt", "");
+    let (_, head, _) = get(&server.addr, "/", "");
     assert!(
         head.contains(
             "Content-Security-Policy: default-src 'self'; connect-src 'self' https://answers.example.org\r\n"
