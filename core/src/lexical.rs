@@ -612,7 +612,9 @@ impl LexicalIndex {
                 score,
             })
             .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+        crate::sort::sort_long_by(&mut hits, |a, b| {
+            b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk))
+        });
         hits.truncate(k);
         hits
     }

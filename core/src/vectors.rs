@@ -480,7 +480,7 @@ pub(crate) fn top_k(hits: &mut Vec<VectorHit>, k: usize) -> Vec<VectorHit> {
         hits.select_nth_unstable_by(k - 1, order);
     }
     hits.truncate(k);
-    hits.sort_by(order);
+    crate::sort::sort_long_by(hits, order);
     std::mem::take(hits)
 }
 

@@ -386,7 +386,7 @@ pub(super) fn choose(
     let mut anchors: Vec<usize> = (0..offered.len())
         .filter(|&i| !in_head(i) && offered[i].anchor)
         .collect();
-    anchors.sort_unstable();
+    crate::sort::sort_values(&mut anchors);
     let mut scored: Vec<(f32, usize)> = offered
         .iter()
         .enumerate()

@@ -189,7 +189,7 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), 5);
         let mut sigs: Vec<String> = ANSWER_SHAPES.iter().map(|t| t.signature()).collect();
-        sigs.sort();
+        crate::sort::sort_values(&mut sigs);
         sigs.dedup();
         assert_eq!(sigs.len(), 5);
         for t in ANSWER_SHAPES {

@@ -72,7 +72,7 @@ impl<'a> Dense<'a> {
                 }
             }
             let mut order: Vec<(u32, f32)> = coded.iter().map(|(&c, &d)| (c, d)).collect();
-            order.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            crate::sort::sort_long_by(&mut order, |a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
             for &(c, _) in order.iter().take(settings.ivf_refine) {
                 refined.insert(c);
                 if corpus
@@ -171,7 +171,7 @@ impl<'a> Dense<'a> {
                 .keys()
                 .filter_map(|&c| Some((c, self.distance(c)?)))
                 .collect();
-            hits.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            crate::sort::sort_long_by(&mut hits, |a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
             hits.truncate(k);
             return Ok(hits);
         }
@@ -189,7 +189,7 @@ impl<'a> Dense<'a> {
             .into_iter()
             .map(|h| (h.chunk, self.corrected(h.chunk, h.distance)))
             .collect();
-        hits.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        crate::sort::sort_long_by(&mut hits, |a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         hits.truncate(k);
         Ok(hits)
     }

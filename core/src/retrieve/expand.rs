@@ -282,7 +282,7 @@ pub(super) fn supplementary(
         let s = 1.0 / (1.0 + d) + SUPPLEMENTARY_BM25_WEIGHT * bm25[c.id as usize] / bm_max;
         scored.push((s, c.id, from));
     }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    crate::sort::sort_long_by(&mut scored, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     scored
         .into_iter()
         .take(st.supplementary_k)

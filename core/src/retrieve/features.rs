@@ -147,7 +147,7 @@ impl TextFeatures {
                     })
                     .flatten()
                     .collect();
-                qualified.sort_unstable();
+                crate::sort::sort_values(&mut qualified);
                 qualified.dedup();
                 ChunkFeatures {
                     substantial: code

@@ -168,7 +168,7 @@ mod tests {
         assert!(g.take_wanted().is_empty());
         let mut all = implied.clone();
         all.push(edge(1, 3, EdgeKind::Calls));
-        all.sort_unstable();
+        crate::sort::sort_values(&mut all);
         g.rebuild(&entities, &all);
         g.set_loaded(0);
         g.set_loaded(1);

@@ -245,7 +245,7 @@ fn file_distances(
         .iter()
         .filter_map(|rc| corpus.file_of_chunk(rc.chunk))
         .collect();
-    files.sort_unstable();
+    crate::sort::sort_values(&mut files);
     files.dedup();
     for f in files {
         for &c in corpus.chunks_of_file(f) {

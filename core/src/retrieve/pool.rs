@@ -152,7 +152,7 @@ pub(super) fn gather(
         .filter(|(_, s)| **s > 0.0)
         .map(|(i, s)| (i as u32, *s))
         .collect();
-    bm25.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    crate::sort::sort_long_by(&mut bm25, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     bm25.truncate(settings.bm25_k);
     let bm25_scores = Bm25 {
         max: bm25
@@ -276,7 +276,7 @@ fn comparison_sides(pool: &mut Pool, corpus: &Corpus, signals: &QuerySignals, de
                     .filter(|&&c| data.chunks[c as usize].base_name.to_lowercase() == s_base),
             );
         }
-        named.sort_unstable();
+        crate::sort::sort_values(&mut named);
         named.dedup();
         let mut best: Option<(f32, u32)> = None;
         for c in named.into_iter().map(|c| &data.chunks[c as usize]) {

@@ -169,7 +169,7 @@ impl EdgeColumns {
             .filter(|e| !missing.contains(&e.id))
             .filter_map(implied_edge)
             .collect();
-        edges.sort_unstable();
+        crate::sort::sort_values(&mut edges);
         edges.dedup();
         Ok(edges)
     }
@@ -298,7 +298,7 @@ impl WebIndex {
             .ok_or_else(|| bad("the index loads no edge shards"))?;
         if self.edges_implied {
             data.edges.extend(edges);
-            data.edges.sort_unstable();
+            crate::sort::sort_values(&mut data.edges);
             data.edges.dedup();
         } else {
             data.edges = edges;
@@ -350,7 +350,7 @@ mod tests {
             edges.extend(s.unpack(entities.len()).unwrap());
         }
         if c.implied {
-            edges.sort_unstable();
+            crate::sort::sort_values(&mut edges);
             edges.dedup();
         }
         edges
@@ -366,7 +366,7 @@ mod tests {
             edge(2, 4, EdgeKind::Calls),
             edge(0, 4, EdgeKind::Includes),
         ];
-        edges.sort_unstable();
+        crate::sort::sort_values(&mut edges);
         let (c, shards) = split(&entities, &edges, 1_000);
         assert!(c.implied);
         // Only the call and the include are stored; entity 4 is listed.

@@ -239,7 +239,7 @@ impl WebIndex {
                 c.by_symbol.insert(name, ids);
             }
             if !lower.is_empty() {
-                lower.sort_unstable();
+                crate::sort::sort_values(&mut lower);
                 c.by_symbol_lower.insert(key.clone(), lower);
             }
             if !e.chunks.is_empty() {
