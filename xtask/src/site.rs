@@ -181,8 +181,13 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     styles.retain(|p| p.extension().is_some_and(|x| x == "css"));
     styles.sort();
     minify(&npm, &styles, &out.join("codegloss"), false)?;
-    // Each module's wasm-bindgen glue, in its folder.
-    for (name, dir) in modules {
+    // The other modules' wasm-bindgen glue, in its folder (the search
+    // module's is in the worker, and not shipped apart).
+    let glue = out.join("codegloss/pkg/codegloss_wasm.js");
+    std::fs::remove_file(&glue).with_context(|| format!("removing {}", glue.display()))?;
+    // (and the source map an older build minified it with)
+    let _ = std::fs::remove_file(glue.with_extension("js.map"));
+    for (name, dir) in modules.into_iter().filter(|&(_, dir)| dir != "pkg") {
         let dir = out.join("codegloss").join(dir);
         minify(&npm, &[dir.join(format!("{name}.js"))], &dir, true)?;
     }
