@@ -499,6 +499,53 @@ fn site_errors_are_clear() {
 }
 
 #[test]
+fn rewriting_a_site_replaces_the_widget_files_it_wrote_and_nothing_else() {
+    let Some((assets, _)) = browser_setup() else {
+        return;
+    };
+    let site = site(&assets);
+    // Assets of an "older" build, with a module the newer one lacks.
+    let tmp = tempfile::tempdir().unwrap();
+    let older = tmp.path().join("older");
+    copy_tree(&assets, &older);
+    std::fs::write(older.join("codegloss/old-module.js"), "old").unwrap();
+    let dir = tmp.path().join("site");
+    let write = |assets: &Path| {
+        let o = bin()
+            .arg("site")
+            .arg(&site.index)
+            .arg("--out")
+            .arg(&dir)
+            .arg("--assets")
+            .arg(assets)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    write(&older);
+    assert!(dir.join("codegloss/old-module.js").is_file());
+    // A maintainer's file beside them, and a damaged list that names a
+    // file outside the folder: neither is touched.
+    std::fs::write(dir.join("codegloss/ours.js"), "ours").unwrap();
+    std::fs::write(dir.join("outside.js"), "ours").unwrap();
+    let list = dir.join("codegloss/.assets");
+    let mut text = std::fs::read_to_string(&list).unwrap();
+    assert!(text.lines().any(|l| l == "old-module.js"), "{text}");
+    text.push_str("../outside.js\n");
+    std::fs::write(&list, text).unwrap();
+    write(&assets);
+    assert!(!dir.join("codegloss/old-module.js").exists());
+    assert!(dir.join("codegloss/ours.js").is_file());
+    assert!(dir.join("outside.js").is_file());
+    assert!(dir.join("codegloss/widget.js").is_file());
+    let text = std::fs::read_to_string(&list).unwrap();
+    assert!(
+        !text.contains("old-module.js") && !text.contains("outside"),
+        "{text}"
+    );
+}
+
+#[test]
 fn rewriting_a_site_keeps_its_page_and_clears_stale_shards() {
     let Some((assets, _)) = browser_setup() else {
         return;

@@ -166,7 +166,15 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool, IndexError> {
     Ok(true)
 }
 
-fn copy_tree(from: &Path, to: &Path, total: &mut u64) -> Result<(), IndexError> {
+/// Copy the tree `from` into `to`, adding each file's path below `to`
+/// (`/`-separated, after `prefix`) to `written`.
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    prefix: &str,
+    total: &mut u64,
+    written: &mut Vec<String>,
+) -> Result<(), IndexError> {
     let entries = std::fs::read_dir(from).map_err(|e| IndexError::io(from, e))?;
     let mut entries: Vec<_> = entries
         .collect::<Result<_, _>>()
@@ -175,15 +183,53 @@ fn copy_tree(from: &Path, to: &Path, total: &mut u64) -> Result<(), IndexError> 
     for entry in entries {
         let src = entry.path();
         let dst = to.join(entry.file_name());
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
         if src.is_dir() {
-            copy_tree(&src, &dst, total)?;
+            copy_tree(&src, &dst, &format!("{name}/"), total, written)?;
         } else {
             let bytes = std::fs::read(&src).map_err(|e| IndexError::io(&src, e))?;
             *total += bytes.len() as u64;
             write_if_changed(&dst, &bytes)?;
+            written.push(name);
         }
     }
     Ok(())
+}
+
+/// The list of the widget files the last write copied into `codegloss/`,
+/// one path below it per line.
+const ASSET_LIST: &str = "codegloss/.assets";
+
+/// Remove the widget files that the last write copied (its
+/// [`ASSET_LIST`]) and this one did not (`written`), then list these:
+/// a newer widget's modules replace an older one's without leaving them
+/// behind, and a file codegloss never wrote is never touched (a site
+/// written before the list existed keeps its old files). Returns how many
+/// were removed.
+fn remove_stale_assets(site_dir: &Path, written: &[String]) -> Result<usize, IndexError> {
+    let list = site_dir.join(ASSET_LIST);
+    let keep: std::collections::BTreeSet<&str> = written.iter().map(String::as_str).collect();
+    let mut removed = 0;
+    if let Ok(old) = std::fs::read_to_string(&list) {
+        // Only plain relative paths: a damaged list names nothing outside.
+        let plain = |name: &str| {
+            !name.is_empty()
+                && Path::new(name)
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+        };
+        for name in old.lines().filter(|n| plain(n) && !keep.contains(n)) {
+            let path = site_dir.join("codegloss").join(name);
+            if path.is_file() {
+                std::fs::remove_file(&path).map_err(|e| IndexError::io(&path, e))?;
+                removed += 1;
+            }
+        }
+    }
+    let mut text = written.join("\n");
+    text.push('\n');
+    write_if_changed(&list, text.as_bytes())?;
+    Ok(removed)
 }
 
 fn is_shard_name(name: &str) -> bool {
@@ -204,7 +250,9 @@ fn is_shard_name(name: &str) -> bool {
 /// Write the static site for the index in `index_dir` into `site_dir`.
 ///
 /// Layout: `index.html` (only when absent or written by codegloss before),
-/// `codegloss/` (widget, worker, wasm), `index/codegloss.json` and
+/// `codegloss/` (widget, worker, wasm; what an older write copied there
+/// and this one does not is removed, by the list `codegloss/.assets`),
+/// `index/codegloss.json` and
 /// `index/shards/*`. Shards already present are kept; shards of an older
 /// build are removed (only files named like shards). Deterministic.
 /// `model` is the query-embedding model to ship (the index's own files,
@@ -274,12 +322,19 @@ pub fn write_site(
             }
         }
     };
-    // Widget assets.
+    // Widget assets, in place of those an older write copied.
+    let mut written = Vec::new();
     copy_tree(
         &assets.join("codegloss"),
         &site_dir.join("codegloss"),
+        "",
         &mut total,
+        &mut written,
     )?;
+    let stale = remove_stale_assets(site_dir, &written)?;
+    if stale > 0 {
+        log::info!("removed {stale} widget files an older write left");
+    }
     let template = std::fs::read_to_string(assets.join("index.html"))
         .map_err(|e| IndexError::io(assets.join("index.html"), e))?;
     let policy = content_security_policy(answer_origins);
