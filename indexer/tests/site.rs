@@ -136,6 +136,20 @@ fn site(assets: &Path) -> &'static Site {
     })
 }
 
+/// `codegloss site index --out dir --assets assets`, which must succeed.
+fn write_site(index: &Path, dir: &Path, assets: &Path) {
+    let o = bin()
+        .arg("site")
+        .arg(index)
+        .arg("--out")
+        .arg(dir)
+        .arg("--assets")
+        .arg(assets)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// `codegloss serve` on a free port, killed on drop.
 struct Server {
     child: Child,
@@ -510,19 +524,7 @@ fn rewriting_a_site_replaces_the_widget_files_it_wrote_and_nothing_else() {
     copy_tree(&assets, &older);
     std::fs::write(older.join("codegloss/old-module.js"), "old").unwrap();
     let dir = tmp.path().join("site");
-    let write = |assets: &Path| {
-        let o = bin()
-            .arg("site")
-            .arg(&site.index)
-            .arg("--out")
-            .arg(&dir)
-            .arg("--assets")
-            .arg(assets)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    };
-    write(&older);
+    write_site(&site.index, &dir, &older);
     assert!(dir.join("codegloss/old-module.js").is_file());
     // A maintainer's file beside them, and a damaged list that names a
     // file outside the folder: neither is touched.
@@ -533,7 +535,7 @@ fn rewriting_a_site_replaces_the_widget_files_it_wrote_and_nothing_else() {
     assert!(text.lines().any(|l| l == "old-module.js"), "{text}");
     text.push_str("../outside.js\n");
     std::fs::write(&list, text).unwrap();
-    write(&assets);
+    write_site(&site.index, &dir, &assets);
     assert!(!dir.join("codegloss/old-module.js").exists());
     assert!(dir.join("codegloss/ours.js").is_file());
     assert!(dir.join("outside.js").is_file());
@@ -567,16 +569,7 @@ fn rewriting_a_site_keeps_its_page_and_clears_stale_shards() {
     let not_a_hash = dir.join(format!("index/shards/text-{}.bin", "2".repeat(40)));
     std::fs::write(&not_a_hash, "mine").unwrap();
     std::fs::write(dir.join("index/shards/notes.txt"), "mine").unwrap();
-    let o = bin()
-        .arg("site")
-        .arg(&site.index)
-        .arg("--out")
-        .arg(&dir)
-        .arg("--assets")
-        .arg(&assets)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    write_site(&site.index, &dir, &assets);
     assert_eq!(
         std::fs::read_to_string(dir.join("index.html")).unwrap(),
         "<h1>our docs</h1>"

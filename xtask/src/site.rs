@@ -162,11 +162,14 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     if stage.exists() {
         std::fs::remove_dir_all(&stage).context("clearing target/site-stage")?;
     }
-    for entry in std::fs::read_dir(&site).context("reading site/")? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|x| x == "js") {
-            copy(&path, &stage.join(path.file_name().expect("a file")))?;
-        }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&site)
+        .context("reading site/")?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    files.sort();
+    let is = |p: &Path, ext: &str| p.extension().is_some_and(|x| x == ext);
+    for path in files.iter().filter(|p| is(p, "js")) {
+        copy(path, &stage.join(path.file_name().expect("a file")))?;
     }
     copy(
         &out.join("codegloss/pkg/codegloss_wasm.js"),
@@ -174,13 +177,8 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     )?;
     let entries = [stage.join("widget.js"), stage.join("worker.js")];
     bundle(&npm, &entries, &out.join("codegloss"))?;
-    let mut styles: Vec<PathBuf> = std::fs::read_dir(&site)
-        .context("reading site/")?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<std::io::Result<_>>()?;
-    styles.retain(|p| p.extension().is_some_and(|x| x == "css"));
-    styles.sort();
-    minify(&npm, &styles, &out.join("codegloss"), false)?;
+    files.retain(|p| is(p, "css"));
+    minify(&npm, &files, &out.join("codegloss"), false)?;
     // The other modules' wasm-bindgen glue, in its folder (the search
     // module's is in the worker, and not shipped apart).
     let glue = out.join("codegloss/pkg/codegloss_wasm.js");
@@ -199,22 +197,11 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
 /// names), minified, with esbuild (the worker names its wasm module's URL
 /// itself, so the wasm-bindgen glue bundles too).
 fn bundle(npm: &Path, entries: &[PathBuf], out: &Path) -> Result<()> {
-    run(Command::new(npm.join("node_modules/.bin/esbuild"))
-        .args(entries)
-        .args([
-            "--bundle",
-            "--format=esm",
-            "--minify",
-            "--charset=utf8",
-            "--sourcemap",
-            "--log-level=warning",
-        ])
-        .arg(format!("--outdir={}", out.display())))
+    run(esbuild(npm, entries, out).args(["--bundle", "--format=esm"]))
 }
 
-/// Minify `files` into `out` (same names) with esbuild, without bundling:
-/// imports stay as written. `in_place` overwrites files already in `out`.
-fn minify(npm: &Path, files: &[PathBuf], out: &Path, in_place: bool) -> Result<()> {
+/// esbuild from npm minifying `files` into `out`, with linked source maps.
+fn esbuild(npm: &Path, files: &[PathBuf], out: &Path) -> Command {
     let mut cmd = Command::new(npm.join("node_modules/.bin/esbuild"));
     cmd.args(files)
         .args([
@@ -224,6 +211,13 @@ fn minify(npm: &Path, files: &[PathBuf], out: &Path, in_place: bool) -> Result<(
             "--log-level=warning",
         ])
         .arg(format!("--outdir={}", out.display()));
+    cmd
+}
+
+/// Minify `files` into `out` (same names) with esbuild, without bundling:
+/// imports stay as written. `in_place` overwrites files already in `out`.
+fn minify(npm: &Path, files: &[PathBuf], out: &Path, in_place: bool) -> Result<()> {
+    let mut cmd = esbuild(npm, files, out);
     if in_place {
         cmd.arg("--allow-overwrite");
     }

@@ -130,6 +130,11 @@ impl NameRanges {
         }
     }
 
+    /// How many ranges there are.
+    pub fn count(&self) -> usize {
+        self.starts.len()
+    }
+
     /// The range holding `file`.
     pub fn range_of(&self, file: u32) -> Option<usize> {
         self.starts.partition_point(|&s| s <= file).checked_sub(1)

@@ -27,7 +27,7 @@ use crate::error::CoreError;
 use crate::format::{sha256_hex, IndexData, Manifest};
 use crate::lexical::{length_code, LexicalIndex};
 use crate::retrieve::features::TextFeatures;
-use crate::retrieve::names::NameLookups;
+use crate::retrieve::names::{NameLookups, NameRanges};
 use crate::vectors::VectorIndex;
 
 /// The index of a site: the manifest and every shard's bytes (paths as the
@@ -107,7 +107,7 @@ pub fn build_site_index_with(
         }
     }
     let ranges = name_ranges(data.files.len(), &data.entities, name_entities_per_shard);
-    let starts: Vec<u32> = ranges.iter().map(|r| r[0]).collect();
+    let starts = NameRanges::new(ranges.iter().map(|r| r[0]).collect());
     let rows = rows_by_range(&data.entities, &starts);
     for (range, ids) in ranges.into_iter().zip(&rows) {
         let names = NameShard::pack(

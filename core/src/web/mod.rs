@@ -590,8 +590,9 @@ impl WebIndex {
         // Names arrive per range of files, the lookups by name with the
         // vocabulary's runs: what the corpus built from the search shard's
         // blank names is empty until then.
-        let name_rows = names::rows_by_range(&corpus.data.entities, &name_starts);
-        corpus.name_ranges = Some(crate::retrieve::names::NameRanges::new(name_starts));
+        let name_ranges = crate::retrieve::names::NameRanges::new(name_starts);
+        let name_rows = names::rows_by_range(&corpus.data.entities, &name_ranges);
+        corpus.name_ranges = Some(name_ranges);
         corpus.lookups_in_runs = true;
         corpus.by_symbol.clear();
         corpus.by_symbol_lower.clear();

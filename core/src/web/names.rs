@@ -26,7 +26,7 @@ use super::tables::{predict_chunk, predict_name, predict_qualified};
 use super::{ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
 use crate::error::CoreError;
 use crate::model::{Chunk, Entity, SourceFile};
-use crate::retrieve::names::names_load_apart;
+use crate::retrieve::names::{names_load_apart, NameRanges};
 
 /// The names of the entities whose file lies in a range of files, in id
 /// order, and of their chunks (each entity's in part order), column by
@@ -44,14 +44,13 @@ pub struct NameShard {
     chunk_class_name: OptDiffColumn,
 }
 
-/// The entities whose names load apart, by name shard (the shard whose
-/// file range, starting at `starts[r]`, holds the entity's file), each
-/// shard's by id: one pass over the entities, rather than one per shard.
-pub(super) fn rows_by_range(entities: &[Entity], starts: &[u32]) -> Vec<Vec<u32>> {
-    let mut rows = vec![Vec::new(); starts.len()];
+/// The entities whose names load apart, by name shard (the range of
+/// `ranges` that holds the entity's file), each shard's by id: one pass
+/// over the entities, rather than one per shard.
+pub(super) fn rows_by_range(entities: &[Entity], ranges: &NameRanges) -> Vec<Vec<u32>> {
+    let mut rows = vec![Vec::new(); ranges.count()];
     for e in entities.iter().filter(|e| names_load_apart(e)) {
-        let Some(f) = e.file else { continue };
-        if let Some(r) = starts.partition_point(|&s| s <= f).checked_sub(1) {
+        if let Some(r) = e.file.and_then(|f| ranges.range_of(f)) {
             rows[r].push(e.id);
         }
     }
@@ -534,9 +533,10 @@ mod tests {
             .all(|e| e.name.is_empty()));
         let ranges = name_ranges(files.len(), &full, 1);
         assert_eq!(ranges, vec![[0, 0], [1, 1]]);
-        let rows = rows_by_range(&full, &[0, 1]);
+        let starts = NameRanges::new(vec![0, 1]);
+        let rows = rows_by_range(&full, &starts);
         // The rows are found the same from the search shard's blank names.
-        assert_eq!(rows, rows_by_range(&blank, &[0, 1]));
+        assert_eq!(rows, rows_by_range(&blank, &starts));
         for (r, range) in ranges.into_iter().enumerate() {
             let ids = &rows[r];
             let shard = NameShard::pack(&files, &full, &chunks, &of, range, ids);
