@@ -90,36 +90,8 @@ pub fn prelude_note(chunk: &Chunk) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CodeFrame, EntityKind, Scope};
-
-    fn chunk(code: &str, start_line: u32, frame: CodeFrame) -> Chunk {
-        Chunk {
-            id: 0,
-            entity: 0,
-            part: 2,
-            parts: 3,
-            path: "src/a.hpp".into(),
-            file_name: "a.hpp".into(),
-            base_name: "a".into(),
-            source_type: None,
-            scope: Scope::Source,
-            language: None,
-            entity_type: EntityKind::Function,
-            chunk_type: "function_part".into(),
-            symbol_name: "f".into(),
-            parent_symbol: String::new(),
-            class_name: None,
-            return_type: None,
-            parameters: String::new(),
-            leading_comment: None,
-            code: code.into(),
-            frame,
-            start_line,
-            end_line: start_line + 1,
-            module: "src".into(),
-            section_path: None,
-        }
-    }
+    use crate::model::fixtures::chunk;
+    use crate::model::CodeFrame;
 
     #[test]
     fn the_frame_is_not_numbered_and_the_rest_is_the_files_lines() {

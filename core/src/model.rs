@@ -709,3 +709,58 @@ crate::wire::wire_struct!(CodeFrame {
     prelude_from,
     trailer_lines
 });
+
+/// Rows for unit tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    /// A C++ header at `path` in module `src`, with no text facts.
+    pub(crate) fn header(id: u32, path: &str) -> SourceFile {
+        SourceFile {
+            id,
+            path: path.into(),
+            language: Language::Cpp,
+            source_type: SourceType::Header,
+            scope: Scope::Source,
+            module: "src".into(),
+            sha256: String::new(),
+            bytes: 0,
+            lines: 0,
+            includes: Vec::new(),
+            parse: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Part 2 of 3 of a function of entity 0 in `src/a.hpp`, with this
+    /// code, first line and frame.
+    pub(crate) fn chunk(code: &str, start_line: u32, frame: CodeFrame) -> Chunk {
+        Chunk {
+            id: 0,
+            entity: 0,
+            part: 2,
+            parts: 3,
+            path: "src/a.hpp".into(),
+            file_name: "a.hpp".into(),
+            base_name: "a".into(),
+            source_type: None,
+            scope: Scope::Source,
+            language: None,
+            entity_type: EntityKind::Function,
+            chunk_type: "function_part".into(),
+            symbol_name: "f".into(),
+            parent_symbol: String::new(),
+            class_name: None,
+            return_type: None,
+            parameters: String::new(),
+            leading_comment: None,
+            code: code.into(),
+            frame,
+            start_line,
+            end_line: start_line + 1,
+            module: "src".into(),
+            section_path: None,
+        }
+    }
+}

@@ -178,12 +178,16 @@ fn stripped(data: &IndexData) -> IndexData {
     let mut d = data.clone();
     for f in &mut d.files {
         f.sha256.clear();
+        f.bytes = 0;
+        f.lines = 0;
         f.parse = None;
         f.warnings.clear();
         f.includes.clear();
     }
     for e in &mut d.entities {
         e.gloss.text.clear();
+        e.gloss.model = None;
+        e.section_path = None;
         e.concepts.clear();
         e.doc_comment = None;
         e.signature.clear();
@@ -363,13 +367,17 @@ fn search_shard_holds_no_text_and_text_shards_restore_it() {
     load_text_directory(&mut w, &s);
     assert_eq!(w.manifest.shards.len(), before);
     // Everything comes back but what the browser never reads: file hashes,
-    // parse statistics, warnings, include directives (retrieval follows the
-    // include edges) and concept text (which only fed the vectors, shipped
-    // built).
+    // sizes, line counts, parse statistics, warnings, include directives
+    // (retrieval follows the include edges) and concept text (which only
+    // fed the vectors, shipped built). An entity's section path comes back
+    // with its text.
     let mut expected = data.clone();
     assert!(expected.files.iter().any(|f| !f.includes.is_empty()));
+    assert!(expected.entities.iter().any(|e| e.section_path.is_some()));
     for f in &mut expected.files {
         f.sha256.clear();
+        f.bytes = 0;
+        f.lines = 0;
         f.parse = None;
         f.warnings.clear();
         f.includes.clear();

@@ -104,7 +104,12 @@ fn acronyms_of(name: &str) -> Vec<String> {
 /// where names load apart: every entity with a file except the file's own
 /// entity, whose names its file predicts.
 pub fn names_load_apart(e: &Entity) -> bool {
-    e.file.is_some() && e.kind != EntityKind::File
+    kind_loads_apart(e.kind, e.file)
+}
+
+/// [`names_load_apart`] for an entity of `kind` in `file`.
+pub(crate) fn kind_loads_apart(kind: EntityKind, file: Option<u32>) -> bool {
+    file.is_some() && kind != EntityKind::File
 }
 
 /// Names that load per range of files: each range's first file, which

@@ -53,6 +53,7 @@ mod lookups;
 mod manifest_bin;
 mod names;
 mod postings;
+mod predict;
 mod qualified;
 mod shard;
 mod tables;
@@ -446,6 +447,11 @@ pub struct EntityText {
     pub return_type: Option<String>,
     /// Source span (only the indexer reads it; kept for completeness).
     pub span: Option<crate::model::Span>,
+    /// Section path of documentation (no ranking reads an entity's: it
+    /// feeds the keyword index and the vectors, shipped already built).
+    pub section_path: Option<String>,
+    /// The model that wrote the gloss, if one did (shown with the gloss).
+    pub gloss_model: Option<String>,
 }
 
 impl EntityText {
@@ -480,6 +486,8 @@ impl EntityText {
         std::mem::swap(&mut self.bases, &mut e.bases);
         std::mem::swap(&mut self.return_type, &mut e.return_type);
         std::mem::swap(&mut self.span, &mut e.span);
+        std::mem::swap(&mut self.section_path, &mut e.section_path);
+        std::mem::swap(&mut self.gloss_model, &mut e.gloss.model);
     }
 }
 
@@ -765,5 +773,7 @@ crate::wire::wire_struct!(EntityText {
     template_params,
     bases,
     return_type,
-    span
+    span,
+    section_path,
+    gloss_model
 });

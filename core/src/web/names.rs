@@ -21,8 +21,8 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::columns::{Budget, DiffColumn, OptDiffColumn};
+use super::predict::{predict_chunk, predict_name, predict_qualified};
 use super::shard::decode_shard;
-use super::tables::{predict_chunk, predict_name, predict_qualified};
 use super::{ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
 use crate::error::CoreError;
 use crate::model::{Chunk, Entity, SourceFile};
@@ -391,23 +391,10 @@ crate::wire::wire_struct!(NameShard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{EntityKind, Language, Scope, SourceType};
+    use crate::model::{EntityKind, Scope};
 
     fn file(id: u32, path: &str) -> SourceFile {
-        SourceFile {
-            id,
-            path: path.into(),
-            language: Language::Cpp,
-            source_type: SourceType::Header,
-            scope: Scope::Source,
-            module: "src".into(),
-            sha256: String::new(),
-            bytes: 0,
-            lines: 0,
-            includes: Vec::new(),
-            parse: None,
-            warnings: Vec::new(),
-        }
+        crate::model::fixtures::header(id, path)
     }
 
     fn entity(

@@ -49,8 +49,14 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// 17: the names of entities with a file, and of their chunks, move from
 /// the search shard into name shards by range of files, listed in its
 /// directory, and the lookups by name into the postings shards, keyed like
-/// the vocabulary, `names.rs`; 18: a [`ShardHash`] is 64 bits).
-pub const WEB_FORMAT_VERSION: u32 = 18;
+/// the vocabulary, `names.rs`; 18: a [`ShardHash`] is 64 bits; 19: the
+/// search shard leaves out what no browser stage reads before an entity's
+/// text arrives (an entity's section path and gloss model move into its
+/// text shard; a file's size and line count are not shipped), and predicts
+/// a chunk's part numbers from its entity's run of chunks, a file's module
+/// from its folder, an entity's file from its kind, and blank names for
+/// the entities whose names load apart).
+pub const WEB_FORMAT_VERSION: u32 = 19;
 
 /// Magic number, version and kind tag (with three zero bytes).
 const SHARD_HEADER: usize = 8 + 4 + 4;

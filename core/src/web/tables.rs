@@ -12,7 +12,7 @@
 //! site` reports). The coding is lossless for the fields the search shard
 //! carries (see [`Tables::pack`]): a prediction that misses only costs
 //! bytes, never correctness, so the indexer may change how it names things
-//! without touching this file.
+//! without touching this file. The predictions are in `predict.rs`.
 
 use serde::Serialize;
 
@@ -22,17 +22,21 @@ use crate::model::{
     SourceType,
 };
 use crate::retrieve::features::{ChunkFeatures, TextFeatures};
-use crate::text::{base_name, file_name};
 
 use super::columns::{
     opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn, ParentColumn,
 };
 use super::edges::EdgeColumns;
+use super::predict::{
+    chunk_counts, folder_of, predict_chunk, predict_entity, predict_file, predict_filed_name,
+    predict_parts, predict_qualified,
+};
 
-/// Files, without their hashes, parse statistics, warnings or `#include`
-/// directives (nothing in the browser reads them: the manifest's build id
-/// identifies the index, and retrieval follows a file's includes through
-/// the graph's include edges).
+/// Files, without their hashes, sizes, line counts, parse statistics,
+/// warnings or `#include` directives (nothing in the browser reads them:
+/// the manifest's build id identifies the index, and retrieval follows a
+/// file's includes through the graph's include edges). A file's module is
+/// stored as the difference from its folder.
 #[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileColumns {
     path: DiffColumn,
@@ -40,8 +44,6 @@ pub struct FileColumns {
     source_type: Vec<SourceType>,
     scope: Vec<Scope>,
     module: DiffColumn,
-    bytes: Vec<u64>,
-    lines: Vec<u32>,
 }
 
 /// Entities without their display fields (those travel in text shards).
@@ -55,17 +57,19 @@ pub struct EntityColumns {
     class_name: OptDiffColumn,
     file: Vec<u64>,
     is_definition: Vec<bool>,
-    section_path: Vec<Option<String>>,
     module: DiffColumn,
     gloss_source: Vec<GlossSource>,
-    gloss_model: Vec<Option<String>>,
 }
 
 /// Chunks without their display fields (those travel in text shards).
 #[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChunkColumns {
     entity: Vec<u64>,
+    /// The difference (wrapping) from the part predicted: 1 after another
+    /// entity's chunk, else one more than the chunk before.
     part: Vec<u16>,
+    /// The difference (wrapping) from the parts predicted: how many chunks
+    /// the entity has.
     parts: Vec<u16>,
     path: DiffColumn,
     base_name: DiffColumn,
@@ -104,7 +108,7 @@ pub struct Tables {
 /// What [`Tables`] hold, decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decoded {
-    /// Files (no sha256, parse statistics or warnings).
+    /// Files (no sha256, size, line count, parse statistics or warnings).
     pub files: Vec<SourceFile>,
     /// Entities (no display fields or span).
     pub entities: Vec<Entity>,
@@ -121,102 +125,14 @@ pub struct Decoded {
     pub features: TextFeatures,
 }
 
-/// Separator between a parent's qualified name and a child's name.
-fn separator(kind: EntityKind) -> &'static str {
-    match kind {
-        EntityKind::Module | EntityKind::File => "/",
-        _ => "::",
-    }
-}
-
-/// What a chunk's string fields are predicted to be from its entity.
-pub(super) struct ChunkPrediction {
-    pub(super) path: String,
-    pub(super) base_name: String,
-    pub(super) chunk_type: String,
-    pub(super) symbol_name: String,
-}
-
-pub(super) fn predict_chunk(
-    files: &[SourceFile],
-    e: &Entity,
-    part: u16,
-    parts: u16,
-) -> ChunkPrediction {
-    let file = e.file.and_then(|f| files.get(f as usize));
-    let path = file.map_or_else(|| e.qualified_name.clone(), |f| f.path.clone());
-    let base_name = base_name(file.map_or(e.name.as_str(), |f| file_name(&f.path))).to_string();
-    let chunk_type = match (e.kind, file) {
-        (EntityKind::DocSection, Some(f)) => format!("{}_section", f.language.as_str()),
-        (k, _) if parts > 1 => format!("{}_part", k.as_str()),
-        (k, _) => k.as_str().to_string(),
-    };
-    let symbol_name = if e.kind == EntityKind::DocSection && parts > 1 {
-        format!("{}_{part}", e.name)
-    } else {
-        e.name.clone()
-    };
-    ChunkPrediction {
-        path,
-        base_name,
-        chunk_type,
-        symbol_name,
-    }
-}
-
-/// The predicted name of an entity from its parent and file: a call chain
-/// is named after the callable it summarizes (its parent), a constructor
-/// after its class and a destructor after it with a `~`, a file entity
-/// after its file; others are not predicted ("").
-pub(super) fn predict_name(
-    files: &[SourceFile],
-    parent: Option<&Entity>,
-    kind: EntityKind,
-    file: Option<u32>,
-) -> String {
-    match (kind, parent) {
-        (EntityKind::CallChain | EntityKind::Constructor, Some(p)) => p.name.clone(),
-        (EntityKind::Destructor, Some(p)) => format!("~{}", p.name),
-        (EntityKind::File, _) => file
-            .and_then(|f| files.get(f as usize))
-            .map(|f| file_name(&f.path).to_string())
-            .unwrap_or_default(),
-        _ => String::new(),
-    }
-}
-
-/// The predicted parent symbol and module of an entity from its parent.
-fn predict_entity(
-    files: &[SourceFile],
-    parent: Option<&Entity>,
-    file: Option<u32>,
-) -> (String, String) {
-    let parent_symbol = parent.map_or_else(String::new, |p| p.qualified_name.clone());
-    let module = file
-        .and_then(|f| files.get(f as usize))
-        .map(|f| f.module.clone())
-        .or_else(|| parent.map(|p| p.module.clone()))
-        .unwrap_or_default();
-    (parent_symbol, module)
-}
-
-/// The predicted qualified name of an entity from its parent symbol as
-/// stored (which, unlike the parent's qualified name, also names the class
-/// of a method defined outside it).
-pub(super) fn predict_qualified(kind: EntityKind, name: &str, parent_symbol: &str) -> String {
-    match parent_symbol {
-        "" | "." => name.to_string(),
-        p if kind == EntityKind::CallChain => format!("{p} (call chain)"),
-        p => format!("{p}{}{name}", separator(kind)),
-    }
-}
-
 impl Tables {
     /// Pack the search shard's tables. Entities and chunks must already be
     /// stripped of their display fields (which travel in text shards); ids
     /// must equal positions. Packing then [`Tables::unpack`] gives back
-    /// exactly these rows, except that files lose `sha256`, `parse` and
-    /// `warnings`, and entities lose `span`.
+    /// exactly these rows, except that files lose `sha256`, `bytes`,
+    /// `lines`, `parse` and `warnings`, and entities lose `span`,
+    /// `section_path` and their gloss's `model` (which travel in text
+    /// shards, [`super::EntityText`]).
     pub fn pack(
         files: &[SourceFile],
         entities: &[Entity],
@@ -227,7 +143,6 @@ impl Tables {
         let mut t = Tables::default();
         let f = &mut t.files;
         let mut previous = "";
-        let mut previous_module = "";
         for (i, file) in files.iter().enumerate() {
             if file.id as usize != i {
                 return Err(CoreError::malformed(format!(
@@ -239,11 +154,8 @@ impl Tables {
             f.language.push(file.language);
             f.source_type.push(file.source_type);
             f.scope.push(file.scope);
-            f.module.push(previous_module, &file.module);
-            f.bytes.push(file.bytes);
-            f.lines.push(file.lines);
+            f.module.push(folder_of(&file.path), &file.module);
             previous = &file.path;
-            previous_module = &file.module;
         }
 
         let en = &mut t.entities;
@@ -257,26 +169,27 @@ impl Tables {
                 )));
             }
             let parent = e.parent.and_then(|p| entities[..i].get(p as usize));
-            let (parent_symbol, module) = predict_entity(files, parent, e.file);
+            let (parent_symbol, module) = predict_entity(files, parent, e.kind, e.file);
             let qualified = predict_qualified(e.kind, &e.name, &e.parent_symbol);
             en.kind.push(e.kind);
-            let name = predict_name(files, parent, e.kind, e.file);
+            let name = predict_filed_name(files, parent, e.kind, e.file);
             en.name.push(&name, &e.name);
             en.qualified_name.push(&qualified, &e.qualified_name);
             en.parent_symbol.push(&parent_symbol, &e.parent_symbol);
             en.class_name
                 .push(Some(e.parent_symbol.as_str()), e.class_name.as_deref());
-            en.file.push(opt_step(last_file, e.file));
+            en.file
+                .push(opt_step(predict_file(last_file, e.kind), e.file));
             last_file = e.file.unwrap_or(last_file);
             en.is_definition.push(e.is_definition);
-            en.section_path.push(e.section_path.clone());
             en.module.push(&module, &e.module);
             en.gloss_source.push(e.gloss.source);
-            en.gloss_model.push(e.gloss.model.clone());
         }
 
         let ch = &mut t.chunks;
         let mut last_entity = 0u32;
+        let counts = chunk_counts(chunks.iter().map(|c| c.entity), entities.len());
+        let mut previous: Option<(u32, u16)> = None;
         for (i, c) in chunks.iter().enumerate() {
             if c.id as usize != i {
                 return Err(CoreError::malformed(format!(
@@ -291,8 +204,10 @@ impl Tables {
             let p = predict_chunk(files, e, c.part, c.parts);
             ch.entity.push(step(last_entity, c.entity));
             last_entity = c.entity;
-            ch.part.push(c.part);
-            ch.parts.push(c.parts);
+            let (part, parts) = predict_parts(previous, c.entity, &counts);
+            ch.part.push(c.part.wrapping_sub(part));
+            ch.parts.push(c.parts.wrapping_sub(parts));
+            previous = Some((c.entity, c.part));
             ch.path.push(&p.path, &c.path);
             ch.base_name.push(&p.base_name, &c.base_name);
             let file_source = file.map(|f| f.source_type);
@@ -364,8 +279,6 @@ impl Tables {
                 f.source_type.len(),
                 f.scope.len(),
                 f.module.len(),
-                f.bytes.len(),
-                f.lines.len(),
             ],
             n,
             "file",
@@ -376,9 +289,7 @@ impl Tables {
             let path = f
                 .path
                 .get(i, previous.map_or("", |p| p.path.as_str()), budget)?;
-            let module = f
-                .module
-                .get(i, previous.map_or("", |p| p.module.as_str()), budget)?;
+            let module = f.module.get(i, folder_of(&path), budget)?;
             files.push(SourceFile {
                 id: i as u32,
                 path,
@@ -387,8 +298,9 @@ impl Tables {
                 scope: f.scope[i],
                 module,
                 sha256: String::new(),
-                bytes: f.bytes[i],
-                lines: f.lines[i],
+                // No browser stage reads a file's size or line count.
+                bytes: 0,
+                lines: 0,
                 includes: Vec::new(),
                 parse: None,
                 warnings: Vec::new(),
@@ -406,10 +318,8 @@ impl Tables {
                 en.class_name.tag.len(),
                 en.file.len(),
                 en.is_definition.len(),
-                en.section_path.len(),
                 en.module.len(),
                 en.gloss_source.len(),
-                en.gloss_model.len(),
             ],
             n,
             "entity",
@@ -420,13 +330,13 @@ impl Tables {
         let parents = en.parent.unpack()?;
         for (i, &parent) in parents.iter().enumerate() {
             let id = i as u32;
-            let file = unopt_step(last_file, en.file[i], "entity file")?;
-            last_file = file.unwrap_or(last_file);
             let kind = en.kind[i];
+            let file = unopt_step(predict_file(last_file, kind), en.file[i], "entity file")?;
+            last_file = file.unwrap_or(last_file);
             let parent_row = parent.and_then(|p| entities.get(p as usize));
-            let name = predict_name(&files, parent_row, kind, file);
+            let name = predict_filed_name(&files, parent_row, kind, file);
             let name = en.name.get(i, &name, budget)?;
-            let (parent_symbol, module) = predict_entity(&files, parent_row, file);
+            let (parent_symbol, module) = predict_entity(&files, parent_row, kind, file);
             let parent_symbol = en.parent_symbol.get(i, &parent_symbol, budget)?;
             class_names.push(parent_symbol.clone());
             let qualified = predict_qualified(kind, &name, &parent_symbol);
@@ -440,12 +350,12 @@ impl Tables {
                 parent_symbol,
                 file,
                 is_definition: en.is_definition[i],
-                section_path: en.section_path[i].clone(),
                 module,
                 gloss: Gloss {
                     text: String::new(),
                     source: en.gloss_source[i],
-                    model: en.gloss_model[i].clone(),
+                    // With the gloss text, in the entity's text shard.
+                    model: None,
                 },
                 ..Entity::new(id, kind, name, qualified_name)
             });
@@ -480,15 +390,25 @@ impl Tables {
         let mut chunks = Vec::with_capacity(n);
         let mut last_entity = 0u32;
         let mut owners = Vec::with_capacity(n);
-        for i in 0..n {
-            let entity = unstep(last_entity, ch.entity[i], "chunk entity")?;
-            last_entity = entity;
+        let mut chunk_entities = Vec::with_capacity(n);
+        for &s in &ch.entity {
+            last_entity = unstep(last_entity, s, "chunk entity")?;
+            chunk_entities.push(last_entity);
+        }
+        let counts = chunk_counts(chunk_entities.iter().copied(), entities.len());
+        let mut previous: Option<(u32, u16)> = None;
+        for (i, &entity) in chunk_entities.iter().enumerate() {
             let e = entities
                 .get(entity as usize)
                 .ok_or_else(|| CoreError::malformed(format!("chunk {i} names entity {entity}")))?;
             owners.push(entity as usize);
             let file = e.file.and_then(|f| files.get(f as usize));
-            let (part, parts) = (ch.part[i], ch.parts[i]);
+            let (part, parts) = predict_parts(previous, entity, &counts);
+            let (part, parts) = (
+                ch.part[i].wrapping_add(part),
+                ch.parts[i].wrapping_add(parts),
+            );
+            previous = Some((entity, part));
             let p = predict_chunk(&files, e, part, parts);
             let scope = match (ch.scope[i], file) {
                 (Some(s), _) => s,
@@ -582,9 +502,7 @@ crate::wire::wire_struct!(FileColumns {
     language,
     source_type,
     scope,
-    module,
-    bytes,
-    lines
+    module
 });
 crate::wire::wire_struct!(EntityColumns {
     kind,
@@ -595,10 +513,8 @@ crate::wire::wire_struct!(EntityColumns {
     class_name,
     file,
     is_definition,
-    section_path,
     module,
-    gloss_source,
-    gloss_model
+    gloss_source
 });
 crate::wire::wire_struct!(ChunkColumns {
     entity,
@@ -709,10 +625,8 @@ mod tests {
             en.class_name.tag.push(0);
             en.file.push(0);
             en.is_definition.push(true);
-            en.section_path.push(None);
             en.module.push("", "");
             en.gloss_source.push(GlossSource::Structural);
-            en.gloss_model.push(None);
         }
         let chain: Vec<Option<u32>> = (0..n).map(|i| i.checked_sub(1)).collect();
         t.entities.parent = ParentColumn::pack(&chain);
@@ -726,18 +640,8 @@ mod tests {
     #[test]
     fn predicted_entity_names_round_trip_whether_the_prediction_holds_or_not() {
         let file = SourceFile {
-            id: 0,
-            path: "src/grid/Halo.hpp".into(),
-            language: Language::Cpp,
-            source_type: SourceType::Header,
-            scope: Scope::Source,
             module: "src/grid".into(),
-            sha256: String::new(),
-            bytes: 10,
-            lines: 1,
-            includes: Vec::new(),
-            parse: None,
-            warnings: Vec::new(),
+            ..crate::model::fixtures::header(0, "src/grid/Halo.hpp")
         };
         let rows = [
             (EntityKind::File, "Halo.hpp", None),
@@ -766,7 +670,10 @@ mod tests {
             e.parent = parent;
             e.parent_symbol =
                 parent.map_or_else(String::new, |p| entities[p as usize].qualified_name.clone());
-            e.file = Some(0);
+            // Only a file's entity has a file here: the search shard
+            // predicts the others' names blank where they have one (their
+            // names load apart).
+            e.file = (kind == EntityKind::File).then_some(0);
             e.module = "src/grid".into();
             entities.push(e);
         }
@@ -790,5 +697,58 @@ mod tests {
             );
         }
         assert_eq!(back.len(), entities.len());
+    }
+
+    #[test]
+    fn part_numbers_round_trip_whether_the_prediction_holds_or_not() {
+        let file = crate::model::fixtures::header(0, "src/a.hpp");
+        let mut f = Entity::new(0, EntityKind::File, "a.hpp".into(), "a.hpp".into());
+        f.file = Some(0);
+        let entities: Vec<Entity> = std::iter::once(f)
+            .chain((1..4).map(|i| {
+                let mut e = Entity::new(i, EntityKind::Function, String::new(), String::new());
+                e.file = Some(0);
+                e.parent = Some(0);
+                e
+            }))
+            .collect();
+        // (entity, part, parts): a file, a function in three parts, one
+        // whole, and one whose numbers break the prediction.
+        let rows = [
+            (0, 1, 1),
+            (1, 1, 3),
+            (1, 2, 3),
+            (1, 3, 3),
+            (2, 1, 1),
+            (3, 0, 7),
+            (3, 5, 2),
+        ];
+        let chunks: Vec<Chunk> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, &(entity, part, parts))| Chunk {
+                id: i as u32,
+                entity,
+                part,
+                parts,
+                entity_type: entities[entity as usize].kind,
+                ..crate::model::fixtures::chunk("", 0, CodeFrame::default())
+            })
+            .collect();
+        let features = TextFeatures::without_qualified(vec![ChunkFeatures::default(); rows.len()]);
+        let t = Tables::pack(
+            std::slice::from_ref(&file),
+            &entities,
+            &chunks,
+            EdgeColumns::default(),
+            &features,
+        )
+        .unwrap();
+        // Held predictions cost a zero.
+        assert_eq!(t.chunks.part[..5], [0; 5]);
+        assert_eq!(t.chunks.parts[..5], [0; 5]);
+        let back = t.unpack().unwrap().chunks;
+        let got: Vec<(u32, u16, u16)> = back.iter().map(|c| (c.entity, c.part, c.parts)).collect();
+        assert_eq!(got, rows);
     }
 }
