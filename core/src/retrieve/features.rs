@@ -65,6 +65,26 @@ pub struct TextFeatures {
     wanted: crate::lexical::Wanted,
 }
 
+impl ChunkFeatures {
+    /// The four facts ranking reads, as the web layout ships them: bit 0
+    /// trivial declaration, bit 1 has a gloss, bit 2 documented, bit 3
+    /// substantial.
+    pub fn bits(&self) -> u8 {
+        u8::from(self.trivial_declaration)
+            | (u8::from(self.has_gloss) << 1)
+            | (u8::from(self.documented) << 2)
+            | (u8::from(self.substantial) << 3)
+    }
+
+    /// Set the four facts from [`ChunkFeatures::bits`].
+    pub fn set_bits(&mut self, bits: u8) {
+        self.trivial_declaration = bits & 1 != 0;
+        self.has_gloss = bits & 2 != 0;
+        self.documented = bits & 4 != 0;
+        self.substantial = bits & 8 != 0;
+    }
+}
+
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == ':'
 }
@@ -252,7 +272,9 @@ impl TextFeatures {
         })
     }
 
-    /// Text facts of a chunk (defaults for an id outside the table).
+    /// Text facts of a chunk (defaults for an id outside the table). A
+    /// corpus whose rows load apart reads them through
+    /// [`crate::retrieve::Corpus::facts_of`].
     pub fn of(&self, chunk: u32) -> ChunkFeatures {
         self.feature(chunk).cloned().unwrap_or_default()
     }

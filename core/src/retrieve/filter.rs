@@ -57,7 +57,7 @@ pub(super) fn drop_noise(
 /// Quality of a chunk for the final context (section 3.4).
 fn quality(corpus: &Corpus, c: &Chunk) -> i32 {
     let e = &corpus.data.entities[c.entity as usize];
-    let f = corpus.features.of(c.id);
+    let f = corpus.facts_of(c.id);
     let mut q = 0;
     if e.gloss.source == GlossSource::Model {
         q += MODEL_GLOSS_QUALITY;
@@ -86,7 +86,7 @@ fn quality(corpus: &Corpus, c: &Chunk) -> i32 {
 }
 
 fn is_trivial_declaration(corpus: &Corpus, c: &Chunk) -> bool {
-    corpus.features.of(c.id).trivial_declaration
+    corpus.facts_of(c.id).trivial_declaration
 }
 
 /// Drop weak, trivial chunks when a much better chunk from the same local

@@ -1,7 +1,9 @@
 //! The one way retrieval and the answer context read names: an entity's
 //! name, qualified name, parent symbol and class, a chunk's symbol, parent
 //! symbol and class, and the lookups keyed by name (symbols, chunk
-//! symbols, the callable vocabulary, acronyms).
+//! symbols, the callable vocabulary, acronyms); and what loads with the
+//! names because only candidates' are read: whether an entity is a
+//! definition, a chunk's text facts ([`Corpus::facts_of`]).
 //!
 //! It exists because names are most of what a browser downloads before its
 //! first result, while a question reads the names of about twenty
@@ -197,6 +199,15 @@ impl Corpus {
         let c = &self.data.chunks[id as usize];
         self.named(c.entity);
         c
+    }
+
+    /// The text facts of chunk `id` (which must exist) that ranking reads,
+    /// [`crate::retrieve::features::TextFeatures::of`]: they load with its
+    /// names, so where names load per range its range is recorded when it
+    /// is not here, and they read as defaults until it is.
+    pub fn facts_of(&self, id: u32) -> crate::retrieve::features::ChunkFeatures {
+        self.named_chunk(id);
+        self.features.of(id)
     }
 
     /// Whether the lookups keyed by `key` (lower case) are here; where they

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::directory::ShardDirectory;
 use super::edges;
 use super::lookups::{key_entries, GlobalLookups, KeyEntry, RunLookups};
-use super::names::{blank_filed_names, name_ranges, rows_by_range, NameShard};
+use super::names::{blank_filed_rows, name_ranges, rows_by_range, NameShard};
 use super::postings::PostingsShard;
 use super::qualified::QualifiedShard;
 use super::shard::{encode_shard, shard, wrap_shard};
@@ -77,15 +77,17 @@ pub fn build_site_index_with(
     edge_ends_per_shard: usize,
     name_entities_per_shard: usize,
 ) -> Result<SiteIndex, CoreError> {
-    let features = TextFeatures::compute(data);
+    let mut features = TextFeatures::compute(data);
+    let facts: Vec<u8> = features.chunks.iter().map(|f| f.bits()).collect();
     let mut entities = data.entities.clone();
     let entity_texts: Vec<EntityText> = entities.iter_mut().map(EntityText::take).collect();
     let mut chunks = data.chunks.clone();
     let chunk_texts: Vec<ChunkText> = chunks.iter_mut().map(ChunkText::take).collect();
     let (edge_columns, edge_shards) = edges::split(&entities, &data.edges, edge_ends_per_shard);
     // The search shard names only the entities without a file; the others'
-    // names travel in name shards.
-    blank_filed_names(&mut entities, &mut chunks);
+    // names, and the facts ranking reads of candidates only, travel in
+    // name shards.
+    blank_filed_rows(&mut entities, &mut chunks, &mut features.chunks);
     let tables = Tables::pack(&data.files, &entities, &chunks, edge_columns, &features)
         .map_err(|e| e.in_file("search shard"))?;
     // Postings (with the lookups by name), edge and name shards, listed in
@@ -115,6 +117,7 @@ pub fn build_site_index_with(
             &data.entities,
             &data.chunks,
             &chunks_of_entity,
+            &facts,
             range,
             ids,
         );

@@ -26,6 +26,7 @@ use super::shard::decode_shard;
 use super::{ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
 use crate::error::CoreError;
 use crate::model::{Chunk, Entity, SourceFile};
+use crate::retrieve::features::ChunkFeatures;
 use crate::retrieve::names::{names_load_apart, NameRanges};
 
 /// The names of the entities whose file lies in a range of files, in id
@@ -42,6 +43,12 @@ pub struct NameShard {
     symbol_name: DiffColumn,
     chunk_parent_symbol: DiffColumn,
     chunk_class_name: OptDiffColumn,
+    /// Per entity: whether it is a definition (ranking reads it of the
+    /// symbols a question names).
+    is_definition: Vec<bool>,
+    /// Per chunk: its [`crate::retrieve::features::ChunkFeatures::bits`]
+    /// (the final filter reads them of the chosen chunks).
+    facts: Vec<u8>,
 }
 
 /// The entities whose names load apart, by name shard (the range of
@@ -75,21 +82,34 @@ fn visible<'a>(
     ids.binary_search(&p).ok().and_then(done)
 }
 
-/// The decoded names of a shard: its entities and its chunks, ready to be
+/// The decoded rows of a shard: its entities and its chunks, ready to be
 /// copied into a corpus.
 pub(super) struct Decoded {
     entities: Vec<Entity>,
-    chunks: Vec<(u32, String, String, Option<String>)>,
+    chunks: Vec<ChunkRow>,
+}
+
+/// What a name shard brings of a chunk.
+#[derive(Debug)]
+struct ChunkRow {
+    id: u32,
+    symbol_name: String,
+    parent_symbol: String,
+    class_name: Option<String>,
+    /// [`crate::retrieve::features::ChunkFeatures::bits`].
+    facts: u8,
 }
 
 impl NameShard {
     /// The names of files `range` of an index, whose entities with names
-    /// apart are `ids` ([`rows_by_range`]).
+    /// apart are `ids` ([`rows_by_range`]); `facts` are every chunk's
+    /// [`crate::retrieve::features::ChunkFeatures::bits`], by id.
     pub(super) fn pack(
         files: &[SourceFile],
         entities: &[Entity],
         chunks: &[Chunk],
         chunks_of_entity: &[Vec<u32>],
+        facts: &[u8],
         range: [u32; 2],
         ids: &[u32],
     ) -> Self {
@@ -111,7 +131,9 @@ impl NameShard {
             );
             s.class_name
                 .push(Some(e.parent_symbol.as_str()), e.class_name.as_deref());
+            s.is_definition.push(e.is_definition);
             for &c in chunks_of_entity.get(id as usize).into_iter().flatten() {
+                s.facts.push(facts.get(c as usize).copied().unwrap_or(0));
                 let c = &chunks[c as usize];
                 let p = predict_chunk(files, e, c.part, c.parts);
                 s.symbol_name.push(&p.symbol_name, &c.symbol_name);
@@ -165,6 +187,7 @@ impl NameShard {
             self.qualified_name.len(),
             self.parent_symbol.len(),
             self.class_name.tag.len(),
+            self.is_definition.len(),
         ]
         .iter()
         .any(|&l| l != n)
@@ -172,6 +195,7 @@ impl NameShard {
                 self.symbol_name.len(),
                 self.chunk_parent_symbol.len(),
                 self.chunk_class_name.tag.len(),
+                self.facts.len(),
             ]
             .iter()
             .any(|&l| l != nc)
@@ -196,6 +220,7 @@ impl NameShard {
             row.name = name;
             row.qualified_name = qualified_name;
             row.parent_symbol = parent_symbol;
+            row.is_definition = self.is_definition[k];
             done.push(row);
         }
         let class_names = self
@@ -215,7 +240,13 @@ impl NameShard {
                 let p = predict_chunk(files, e, ch.part, ch.parts);
                 let symbol = self.symbol_name.get(i, &p.symbol_name, budget)?;
                 let parent = self.chunk_parent_symbol.get(i, &e.parent_symbol, budget)?;
-                out_chunks.push((c, symbol, parent, None));
+                out_chunks.push(ChunkRow {
+                    id: c,
+                    symbol_name: symbol,
+                    parent_symbol: parent,
+                    class_name: None,
+                    facts: self.facts[i],
+                });
                 owners.push(k);
             }
         }
@@ -224,7 +255,7 @@ impl NameShard {
             budget,
         )?;
         for (row, class) in out_chunks.iter_mut().zip(classes) {
-            row.3 = class;
+            row.class_name = class;
         }
         Ok(Decoded {
             entities: done,
@@ -299,12 +330,16 @@ impl WebIndex {
             row.qualified_name = e.qualified_name;
             row.parent_symbol = e.parent_symbol;
             row.class_name = e.class_name;
+            row.is_definition = e.is_definition;
         }
-        for (id, symbol, parent, class) in d.chunks {
-            let row = &mut c.data.chunks[id as usize];
-            row.symbol_name = symbol;
-            row.parent_symbol = parent;
-            row.class_name = class;
+        for r in d.chunks {
+            let row = &mut c.data.chunks[r.id as usize];
+            row.symbol_name = r.symbol_name;
+            row.parent_symbol = r.parent_symbol;
+            row.class_name = r.class_name;
+            if let Some(f) = c.features.chunks.get_mut(r.id as usize) {
+                f.set_bits(r.facts);
+            }
         }
         if let Some(r) = c.name_ranges.as_mut() {
             r.set_loaded(range);
@@ -356,9 +391,14 @@ pub(super) fn name_starts(manifest: &WebManifest, files: usize) -> Result<Vec<u3
     Ok(starts)
 }
 
-/// Blank the names of every entity whose names load apart, and of its
-/// chunks: the search shard carries the others only.
-pub(super) fn blank_filed_names(entities: &mut [Entity], chunks: &mut [Chunk]) {
+/// Blank what name shards bring of every entity whose names load apart,
+/// and of its chunks: names, whether it is a definition, the chunks' text
+/// facts. The search shard carries the others only.
+pub(super) fn blank_filed_rows(
+    entities: &mut [Entity],
+    chunks: &mut [Chunk],
+    features: &mut [ChunkFeatures],
+) {
     let filed: BTreeSet<u32> = entities
         .iter()
         .filter(|e| names_load_apart(e))
@@ -369,11 +409,15 @@ pub(super) fn blank_filed_names(entities: &mut [Entity], chunks: &mut [Chunk]) {
         e.qualified_name.clear();
         e.parent_symbol.clear();
         e.class_name = None;
+        e.is_definition = false;
     }
     for c in chunks.iter_mut().filter(|c| filed.contains(&c.entity)) {
         c.symbol_name.clear();
         c.parent_symbol.clear();
         c.class_name = None;
+        if let Some(f) = features.get_mut(c.id as usize) {
+            f.set_bits(0);
+        }
     }
 }
 
@@ -386,7 +430,9 @@ crate::wire::wire_struct!(NameShard {
     class_name,
     symbol_name,
     chunk_parent_symbol,
-    chunk_class_name
+    chunk_class_name,
+    is_definition,
+    facts
 });
 #[cfg(test)]
 mod tests {
@@ -510,7 +556,7 @@ mod tests {
         let (files, full, chunks, of) = index();
         let mut blank = full.clone();
         let mut blank_chunks = chunks.clone();
-        blank_filed_names(&mut blank, &mut blank_chunks);
+        blank_filed_rows(&mut blank, &mut blank_chunks, &mut []);
         // The module and the files' own entities keep their names.
         assert_eq!(blank[0].name, "src");
         assert_eq!(blank[1].name, "a.h");
@@ -524,9 +570,16 @@ mod tests {
         let rows = rows_by_range(&full, &starts);
         // The rows are found the same from the search shard's blank names.
         assert_eq!(rows, rows_by_range(&blank, &starts));
+        // Every chunk's facts differ, and so does whether an entity is a
+        // definition.
+        let facts: Vec<u8> = (0..chunks.len()).map(|i| (i % 16) as u8).collect();
+        let mut full = full;
+        for e in &mut full {
+            e.is_definition = e.id % 3 != 0;
+        }
         for (r, range) in ranges.into_iter().enumerate() {
             let ids = &rows[r];
-            let shard = NameShard::pack(&files, &full, &chunks, &of, range, ids);
+            let shard = NameShard::pack(&files, &full, &chunks, &of, &facts, range, ids);
             let d = shard
                 .unpack(&files, &blank, &blank_chunks, &of, ids)
                 .unwrap();
@@ -534,20 +587,32 @@ mod tests {
             for e in &d.entities {
                 let want = &full[e.id as usize];
                 assert_eq!(
-                    (&e.name, &e.qualified_name, &e.parent_symbol, &e.class_name),
+                    (
+                        &e.name,
+                        &e.qualified_name,
+                        &e.parent_symbol,
+                        &e.class_name,
+                        e.is_definition
+                    ),
                     (
                         &want.name,
                         &want.qualified_name,
                         &want.parent_symbol,
-                        &want.class_name
+                        &want.class_name,
+                        want.is_definition
                     )
                 );
             }
-            for (id, symbol, parent, class) in &d.chunks {
-                let want = &chunks[*id as usize];
+            for c in &d.chunks {
+                let want = &chunks[c.id as usize];
                 assert_eq!(
-                    (symbol, parent, class),
-                    (&want.symbol_name, &want.parent_symbol, &want.class_name)
+                    (&c.symbol_name, &c.parent_symbol, &c.class_name, c.facts),
+                    (
+                        &want.symbol_name,
+                        &want.parent_symbol,
+                        &want.class_name,
+                        facts[c.id as usize]
+                    )
                 );
             }
             // A shard does not fit the rows of other files.
@@ -559,7 +624,7 @@ mod tests {
         // The constructor and the call chain cost nothing: predicted from
         // their parents in the same shard.
         let ids = &rows[0];
-        let first = NameShard::pack(&files, &full, &chunks, &of, [0, 0], ids);
+        let first = NameShard::pack(&files, &full, &chunks, &of, &facts, [0, 0], ids);
         let at = |id: u32| ids.iter().position(|&i| i == id).unwrap();
         assert!(first.name.append[at(4)].is_empty() && first.name.cut[at(4)] == 0);
         assert!(first.name.append[at(8)].is_empty() && first.name.cut[at(8)] == 0);

@@ -52,7 +52,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// the vocabulary, `names.rs`; 18: a [`ShardHash`] is 64 bits; 19: the
 /// search shard leaves out what no browser stage reads before an entity's
 /// text arrives (an entity's section path and gloss model move into its
-/// text shard; a file's size and line count are not shipped), and predicts
+/// text shard; a file's size and line count are not shipped; whether an
+/// entity is a definition and a chunk's text facts, which ranking reads of
+/// candidates only, ride with the names in name shards), and predicts
 /// a chunk's part numbers from its entity's run of chunks, a file's module
 /// from its folder, an entity's file from its kind, and blank names for
 /// the entities whose names load apart).

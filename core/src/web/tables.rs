@@ -90,8 +90,8 @@ pub struct ChunkColumns {
 /// codebase they were 55 KB of the search shard).
 #[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeatureColumns {
-    /// Bit 0: trivial declaration; bit 1: has a gloss; bit 2: documented;
-    /// bit 3: substantial.
+    /// [`ChunkFeatures::bits`]: 0 for the chunks of entities whose names
+    /// load apart, whose facts ride in their name shard.
     flags: Vec<u8>,
 }
 
@@ -230,14 +230,7 @@ impl Tables {
         t.edges = edges;
 
         let fe = &mut t.features;
-        for c in &features.chunks {
-            fe.flags.push(
-                u8::from(c.trivial_declaration)
-                    | (u8::from(c.has_gloss) << 1)
-                    | (u8::from(c.documented) << 2)
-                    | (u8::from(c.substantial) << 3),
-            );
-        }
+        fe.flags = features.chunks.iter().map(ChunkFeatures::bits).collect();
         Ok(t)
     }
 
@@ -464,14 +457,12 @@ impl Tables {
         let chunks_features = fe
             .flags
             .iter()
-            .map(|&f| ChunkFeatures {
-                trivial_declaration: f & 1 != 0,
-                has_gloss: f & 2 != 0,
-                documented: f & 4 != 0,
-                substantial: f & 8 != 0,
-                // Not shipped: only native reports read it.
-                tokens: 0,
-                qualified: Vec::new(),
+            .map(|&f| {
+                // Neither the token estimate (only native reports read it)
+                // nor the qualified names (their own shard) ride here.
+                let mut c = ChunkFeatures::default();
+                c.set_bits(f);
+                c
             })
             .collect();
 
