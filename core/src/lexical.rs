@@ -283,9 +283,10 @@ pub struct LexicalIndex {
 /// a hostile manifest cannot make it allocate.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Runs {
-    /// Each run's first term and first term id in the whole vocabulary,
-    /// both increasing: a term belongs to the last run whose first term is
-    /// not after it.
+    /// Each run's start (its first term, or a prefix of it that sorts
+    /// after the run before's terms) and first term id in the whole
+    /// vocabulary, both increasing: a term belongs to the last run whose
+    /// start is not after it.
     starts: Vec<(String, u32)>,
     /// Where each loaded run's terms sit in `terms` and `postings`.
     slots: Vec<Option<std::ops::Range<usize>>>,

@@ -642,7 +642,7 @@ fn damage_is_a_typed_error() {
         "text bytes as postings"
     );
     // A postings shard that is not the run the listing names: its first
-    // term is not the listing's.
+    // term lies before the listing's start.
     let positions: Vec<usize> = w
         .manifest
         .shards_of(ShardKind::Postings)

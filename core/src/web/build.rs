@@ -245,9 +245,11 @@ pub fn build_site_index_with(
 }
 
 /// Postings shards: consecutive term runs of about `postings_per_shard`
-/// postings each, each with the lookups of the keys from its first term
-/// to before the next run's (the first run also those before its first
-/// term).
+/// postings each, each with the lookups of the keys from its start to
+/// before the next run's (the first run also those before its first
+/// term). A run starts at the shortest prefix of its first term that
+/// sorts after the run before's last term ([`run_start`]): the search
+/// shard's directory lists these, shorter than the terms.
 fn postings_shards(
     lexical: &LexicalIndex,
     postings_per_shard: usize,
@@ -267,11 +269,18 @@ fn postings_shards(
         runs.push(first..end);
         first = end;
     }
+    let starts: Vec<&str> = runs
+        .iter()
+        .map(|r| match r.start.checked_sub(1) {
+            Some(last) => run_start(&lexical.terms[last], &lexical.terms[r.start]),
+            None => lexical.terms[r.start].as_str(),
+        })
+        .collect();
     let mut out = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let (first, end) = (run.start, run.end);
-        let from = (i > 0).then(|| lexical.terms[first].as_str());
-        let to = runs.get(i + 1).map(|r| lexical.terms[r.start].as_str());
+        let from = (i > 0).then(|| starts[i]);
+        let to = starts.get(i + 1).copied();
         let in_run = keys.iter().filter(|(k, _)| {
             from.is_none_or(|f| k.as_str() >= f) && to.is_none_or(|t| k.as_str() < t)
         });
@@ -287,8 +296,44 @@ fn postings_shards(
             None,
         );
         info.terms = Some([first as u32, (end - 1) as u32]);
-        info.first_term = Some(lexical.terms[first].clone());
+        info.first_term = Some(starts[i].to_string());
         out.push((info, bytes));
     }
     Ok(out)
+}
+
+/// The shortest prefix of `first` that sorts after `last` (`last < first`):
+/// every term from `first` on lies at or after it, every term up to `last`
+/// before it. Cut at a character boundary.
+fn run_start<'a>(last: &str, first: &'a str) -> &'a str {
+    let common = last
+        .bytes()
+        .zip(first.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut end = (common + 1).min(first.len());
+    while !first.is_char_boundary(end) {
+        end += 1;
+    }
+    &first[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_start;
+
+    #[test]
+    fn a_run_starts_at_the_shortest_prefix_after_the_run_before() {
+        for (last, first, start) in [
+            ("comm", "compile", "comp"),
+            ("exchange", "exchanger", "exchanger"),
+            ("halo", "halt", "halt"),
+            ("a", "b", "b"),
+            ("zeta", "zétä", "zé"),
+        ] {
+            let s = run_start(last, first);
+            assert_eq!(s, start);
+            assert!(last < s && s <= first, "{last} {s} {first}");
+        }
+    }
 }

@@ -219,9 +219,10 @@ pub struct ShardInfo {
     /// For postings shards: the first and last term id it covers.
     #[serde(default)]
     pub terms: Option<[u32; 2]>,
-    /// For postings shards: the first term it covers (the vocabulary's
-    /// boundaries: a term lies in the last shard whose first term is not
-    /// after it).
+    /// For postings shards: where its run of the vocabulary starts, the
+    /// shortest prefix of its first term that sorts after the last term of
+    /// the run before (the vocabulary's boundaries: a term lies in the last
+    /// shard whose start is not after it).
     #[serde(default)]
     pub first_term: Option<String>,
     /// For edge shards: the first and last entity id it covers.

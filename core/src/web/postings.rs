@@ -186,16 +186,15 @@ impl WebIndex {
             return Err(bad("its term range differs from the manifest's".into()));
         }
         let terms = p.terms().map_err(|e| e.in_file(&info.name))?;
-        // Its terms are sorted and lie in its run: from the manifest's first
-        // term to before the next shard's (sorted from the run's first term,
-        // they all do when the last one does).
-        let last_in_run = terms
-            .last()
-            .is_some_and(|t| self.corpus.lexical.run_start(t) == Some(a));
+        // Its terms are sorted and lie in its run: from the manifest's start
+        // of the run to before the next shard's (sorted, they all do when
+        // the first and the last one do).
+        let in_run = |t: &String| self.corpus.lexical.run_start(t) == Some(a);
+        let after_start = |t: &String| info.first_term.as_ref().is_some_and(|s| s <= t);
         if terms.len() != p.lengths.len()
-            || terms.first() != info.first_term.as_ref()
+            || !terms.first().is_some_and(|t| in_run(t) && after_start(t))
+            || !terms.last().is_some_and(in_run)
             || terms.windows(2).any(|w| w[0] >= w[1])
-            || !last_in_run
         {
             return Err(bad(
                 "its terms are not the sorted run the manifest places there".into(),

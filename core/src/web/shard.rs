@@ -54,10 +54,11 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// text arrives (an entity's section path and gloss model move into its
 /// text shard; a file's size and line count are not shipped; whether an
 /// entity is a definition and a chunk's text facts, which ranking reads of
-/// candidates only, ride with the names in name shards), and predicts
-/// a chunk's part numbers from its entity's run of chunks, a file's module
-/// from its folder, an entity's file from its kind, and blank names for
-/// the entities whose names load apart).
+/// candidates only, ride with the names in name shards; a postings run is
+/// listed by the shortest prefix of its first term after the run before),
+/// and predicts a chunk's part numbers from its entity's run of chunks, a
+/// file's module from its folder, an entity's file from its kind, and
+/// blank names for the entities whose names load apart).
 pub const WEB_FORMAT_VERSION: u32 = 19;
 
 /// Magic number, version and kind tag (with three zero bytes).
