@@ -6,6 +6,8 @@
 //! and the name shards (`names.rs`) predict names alike; a prediction that
 //! misses costs bytes, never correctness.
 
+use super::columns::{opt_step, unopt_step};
+use crate::error::CoreError;
 use crate::model::{Entity, EntityKind, SourceFile};
 use crate::retrieve::names::kind_loads_apart;
 use crate::text::{base_name, file_name};
@@ -75,13 +77,92 @@ pub(super) fn predict_name(
 }
 
 /// The predicted file of an entity: a file's entity opens the file after
-/// the last one named, others lie in it.
-pub(super) fn predict_file(last: u32, kind: EntityKind) -> u32 {
-    if kind == EntityKind::File {
-        last.wrapping_add(1)
-    } else {
-        last
+/// the last one named, a call chain (stored after every other entity) lies
+/// in its callable's file, others in the last one named.
+pub(super) fn predict_file(last: u32, kind: EntityKind, parent: Option<&Entity>) -> u32 {
+    match kind {
+        EntityKind::File => last.wrapping_add(1),
+        EntityKind::CallChain => parent.and_then(|p| p.file).unwrap_or(last),
+        _ => last,
     }
+}
+
+/// The parents of call chains taken out of `parents`: per call chain, in
+/// order, 0 where its parent stays in `parents` (none, or no callable),
+/// else 1 + the step of its callable's rank among the callables from one
+/// past the last such rank. An index stores each callable's call chain
+/// after every other entity, in callable order, so the steps are small.
+pub(super) fn split_chain_parents(kinds: &[EntityKind], parents: &mut [Option<u32>]) -> Vec<u64> {
+    let mut rank = vec![None; kinds.len()];
+    for (r, i) in (0..kinds.len())
+        .filter(|&i| kinds[i].is_callable())
+        .enumerate()
+    {
+        rank[i] = Some(r as u32);
+    }
+    let mut next = 0u32;
+    let mut steps = Vec::new();
+    for (i, _) in kinds
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| **k == EntityKind::CallChain)
+    {
+        let r = parents
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|p| rank.get(p as usize).copied().flatten());
+        steps.push(opt_step(next, r));
+        if let Some(r) = r {
+            parents[i] = None;
+            next = r.wrapping_add(1);
+        }
+    }
+    steps
+}
+
+/// Put back into `parents` the call chains' parents that
+/// [`split_chain_parents`] took out.
+pub(super) fn join_chain_parents(
+    kinds: &[EntityKind],
+    parents: &mut [Option<u32>],
+    steps: &[u64],
+) -> Result<(), CoreError> {
+    let callables: Vec<u32> = (0..kinds.len() as u32)
+        .filter(|&i| kinds[i as usize].is_callable())
+        .collect();
+    let mut steps = steps.iter();
+    let mut next = 0u32;
+    for (i, _) in kinds
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| **k == EntityKind::CallChain)
+    {
+        let &s = steps
+            .next()
+            .ok_or_else(|| CoreError::malformed("fewer call-chain parents than call chains"))?;
+        let Some(r) = unopt_step(next, s, "call-chain parent")? else {
+            continue;
+        };
+        let p = callables
+            .get(r as usize)
+            .copied()
+            .ok_or_else(|| CoreError::malformed("a call chain's callable is out of range"))?;
+        let slot = parents
+            .get_mut(i)
+            .ok_or_else(|| CoreError::malformed("fewer parents than entities"))?;
+        if slot.is_some() {
+            return Err(CoreError::malformed("a call chain has two parents"));
+        }
+        *slot = Some(p);
+        next = r.wrapping_add(1);
+    }
+    if steps.next().is_some() {
+        return Err(CoreError::malformed(
+            "more call-chain parents than call chains",
+        ));
+    }
+    Ok(())
 }
 
 /// The predicted module of a file: the folder its path lies in (`.` at
@@ -161,4 +242,47 @@ pub(super) fn predict_parts(
         _ => 1,
     };
     (part, counts.get(entity as usize).copied().unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_chain_parents_come_back_whether_they_are_callables_or_not() {
+        use EntityKind::{CallChain, Class, Function, Method};
+        let kinds = [
+            Class, Method, Function, Method, CallChain, CallChain, CallChain, CallChain,
+        ];
+        // Chains of the method 1 and the method 3 (rank 2: a step of one
+        // past the function 2), one of the class (no callable), and one
+        // without a parent.
+        let parents = [
+            None,
+            Some(0),
+            None,
+            Some(0),
+            Some(1),
+            Some(3),
+            Some(0),
+            None,
+        ];
+        let mut split = parents;
+        let steps = split_chain_parents(&kinds, &mut split);
+        assert_eq!(steps, [1, 3, 0, 0]);
+        assert_eq!(split[4..], [None, None, Some(0), None]);
+        let mut back = split;
+        join_chain_parents(&kinds, &mut back, &steps).unwrap();
+        assert_eq!(back, parents);
+        // Damage is an error, not a panic.
+        for bad in [
+            &[1, 3, 0][..],
+            &[1, 3, 0, 0, 0],
+            &[1, 99, 0, 0],
+            &[1, 3, 1, 0],
+        ] {
+            let mut p = split;
+            assert!(join_chain_parents(&kinds, &mut p, bad).is_err(), "{bad:?}");
+        }
+    }
 }

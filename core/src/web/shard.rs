@@ -57,8 +57,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// candidates only, ride with the names in name shards; a postings run is
 /// listed by the shortest prefix of its first term after the run before),
 /// and predicts a chunk's part numbers from its entity's run of chunks, a
-/// file's module from its folder, an entity's file from its kind, and
-/// blank names for the entities whose names load apart).
+/// file's module from its folder, an entity's file from its kind (a call
+/// chain's from its callable's), a call chain's parent as a step among the
+/// callables, and blank names for the entities whose names load apart).
 pub const WEB_FORMAT_VERSION: u32 = 19;
 
 /// Magic number, version and kind tag (with three zero bytes).

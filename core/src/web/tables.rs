@@ -28,8 +28,8 @@ use super::columns::{
 };
 use super::edges::EdgeColumns;
 use super::predict::{
-    chunk_counts, folder_of, predict_chunk, predict_entity, predict_file, predict_filed_name,
-    predict_parts, predict_qualified,
+    chunk_counts, folder_of, join_chain_parents, predict_chunk, predict_entity, predict_file,
+    predict_filed_name, predict_parts, predict_qualified, split_chain_parents,
 };
 
 /// Files, without their hashes, sizes, line counts, parse statistics,
@@ -53,6 +53,9 @@ pub struct EntityColumns {
     name: DiffColumn,
     qualified_name: DiffColumn,
     parent: ParentColumn,
+    /// The call chains' parents ([`split_chain_parents`]), which `parent`
+    /// leaves out.
+    chain_parent: Vec<u64>,
     parent_symbol: DiffColumn,
     class_name: OptDiffColumn,
     file: Vec<u64>,
@@ -160,7 +163,10 @@ impl Tables {
 
         let en = &mut t.entities;
         let mut last_file = 0u32;
-        en.parent = ParentColumn::pack(&entities.iter().map(|e| e.parent).collect::<Vec<_>>());
+        let kinds: Vec<EntityKind> = entities.iter().map(|e| e.kind).collect();
+        let mut parents: Vec<Option<u32>> = entities.iter().map(|e| e.parent).collect();
+        en.chain_parent = split_chain_parents(&kinds, &mut parents);
+        en.parent = ParentColumn::pack(&parents);
         for (i, e) in entities.iter().enumerate() {
             if e.id as usize != i {
                 return Err(CoreError::malformed(format!(
@@ -179,7 +185,7 @@ impl Tables {
             en.class_name
                 .push(Some(e.parent_symbol.as_str()), e.class_name.as_deref());
             en.file
-                .push(opt_step(predict_file(last_file, e.kind), e.file));
+                .push(opt_step(predict_file(last_file, e.kind, parent), e.file));
             last_file = e.file.unwrap_or(last_file);
             en.is_definition.push(e.is_definition);
             en.module.push(&module, &e.module);
@@ -320,13 +326,15 @@ impl Tables {
         let mut entities: Vec<Entity> = Vec::with_capacity(n);
         let mut last_file = 0u32;
         let mut class_names = Vec::with_capacity(n);
-        let parents = en.parent.unpack()?;
+        let mut parents = en.parent.unpack()?;
+        join_chain_parents(&en.kind, &mut parents, &en.chain_parent)?;
         for (i, &parent) in parents.iter().enumerate() {
             let id = i as u32;
             let kind = en.kind[i];
-            let file = unopt_step(predict_file(last_file, kind), en.file[i], "entity file")?;
-            last_file = file.unwrap_or(last_file);
             let parent_row = parent.and_then(|p| entities.get(p as usize));
+            let predicted = predict_file(last_file, kind, parent_row);
+            let file = unopt_step(predicted, en.file[i], "entity file")?;
+            last_file = file.unwrap_or(last_file);
             let name = predict_filed_name(&files, parent_row, kind, file);
             let name = en.name.get(i, &name, budget)?;
             let (parent_symbol, module) = predict_entity(&files, parent_row, kind, file);
@@ -500,6 +508,7 @@ crate::wire::wire_struct!(EntityColumns {
     name,
     qualified_name,
     parent,
+    chain_parent,
     parent_symbol,
     class_name,
     file,
