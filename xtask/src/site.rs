@@ -183,8 +183,14 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     // module's is in the worker, and not shipped apart).
     let glue = out.join("codegloss/pkg/codegloss_wasm.js");
     std::fs::remove_file(&glue).with_context(|| format!("removing {}", glue.display()))?;
-    // (and the source map an older build minified it with)
-    let _ = std::fs::remove_file(glue.with_extension("js.map"));
+    // (and the source map an older build minified it with, if any)
+    let map = glue.with_extension("js.map");
+    match std::fs::remove_file(&map) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing {}", map.display()));
+        }
+        _ => {}
+    }
     for (name, dir) in modules.into_iter().filter(|&(_, dir)| dir != "pkg") {
         let dir = out.join("codegloss").join(dir);
         minify(&npm, &[dir.join(format!("{name}.js"))], &dir, true)?;
