@@ -1,6 +1,6 @@
 //! Small text utilities shared by the indexer and the browser: token
 //! estimates, the width of a line's indentation, identifier handling that must agree on both sides (the file
-//! and base names of a repository path), and the
+//! name, base name and folder of a repository path), and the
 //! bidirectional control characters of "Trojan Source" (CVE-2021-42574),
 //! found and made visible.
 
@@ -36,6 +36,12 @@ pub fn indent_width(line: &str) -> usize {
 /// gives `Field.h`).
 pub fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The folder a repository path lies in, `.` at the top (`src/Field.h`
+/// gives `src`, `Field.h` gives `.`): a file's module.
+pub fn folder_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or(".", |(folder, _)| folder)
 }
 
 /// A file name without its extension (`Field.h` gives `Field`; a leading
@@ -134,6 +140,8 @@ mod tests {
         assert_eq!(base_name("a.tar.gz"), "a.tar");
         assert_eq!(base_name(".clang-format"), ".clang-format");
         assert_eq!(base_name("Makefile"), "Makefile");
+        assert_eq!(folder_of("src/core/Field.h"), "src/core");
+        assert_eq!(folder_of("Field.h"), ".");
     }
 
     #[test]

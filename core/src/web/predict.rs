@@ -165,12 +165,6 @@ pub(super) fn join_chain_parents(
     Ok(())
 }
 
-/// The predicted module of a file: the folder its path lies in (`.` at
-/// the top).
-pub(super) fn folder_of(path: &str) -> &str {
-    path.rsplit_once('/').map_or(".", |(folder, _)| folder)
-}
-
 /// The predicted name of an entity in the search shard, which names only
 /// the entities whose names do not load per range of files (their names
 /// are blank there: see `names.rs`).

@@ -22,13 +22,14 @@ use crate::model::{
     SourceType,
 };
 use crate::retrieve::features::{ChunkFeatures, TextFeatures};
+use crate::text::folder_of;
 
 use super::columns::{
     opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn, ParentColumn,
 };
 use super::edges::EdgeColumns;
 use super::predict::{
-    chunk_counts, folder_of, join_chain_parents, predict_chunk, predict_entity, predict_file,
+    chunk_counts, join_chain_parents, predict_chunk, predict_entity, predict_file,
     predict_filed_name, predict_parts, predict_qualified, split_chain_parents,
 };
 

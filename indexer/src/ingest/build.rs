@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use codegloss_core::text::file_name;
+use codegloss_core::text::{file_name, folder_of};
 use codegloss_core::{
     Edge, EdgeKind, Entity, EntityKind, FileId, Include, IndexData, Language, ParseStats,
     SourceFile, Span,
@@ -111,13 +111,6 @@ fn blank_entity(kind: EntityKind, name: String, qualified_name: String, module: 
     }
 }
 
-fn module_of(path: &str) -> String {
-    match path.rfind('/') {
-        Some(k) => path[..k].to_string(),
-        None => ".".to_string(),
-    }
-}
-
 fn line_count(text: &str) -> u32 {
     if text.is_empty() {
         0
@@ -136,7 +129,7 @@ fn resolve_include(
     by_path: &HashMap<&str, FileId>,
 ) -> Option<FileId> {
     let target = target.trim_start_matches("./");
-    let dir = module_of(from);
+    let dir = folder_of(from);
     let joined = if dir == "." {
         target.to_string()
     } else {
@@ -226,7 +219,7 @@ fn assemble(root: &Path, files: &[FileResult], cfg: &Config) -> (IndexData, Vec<
         let mut m = f.entry.module.clone();
         while m != "." && !m.is_empty() {
             module_paths.insert(m.clone());
-            m = module_of(&m);
+            m = folder_of(&m).to_string();
         }
     }
     let repo_name = root
@@ -244,15 +237,15 @@ fn assemble(root: &Path, files: &[FileResult], cfg: &Config) -> (IndexData, Vec<
         let mut e = blank_entity(EntityKind::Module, name, m.clone(), m.clone());
         e.signature = format!("module {m}");
         if m != "." {
-            e.parent = module_ids.get(&module_of(m)).copied();
-            e.parent_symbol = module_of(m);
+            e.parent = module_ids.get(folder_of(m)).copied();
+            e.parent_symbol = folder_of(m).to_string();
         }
         let id = asm.add(e);
         module_ids.insert(m.clone(), id);
     }
     for (m, &id) in &module_ids {
         if m != "." {
-            if let Some(&p) = module_ids.get(&module_of(m)) {
+            if let Some(&p) = module_ids.get(folder_of(m)) {
                 asm.edge(p, id, EdgeKind::Contains);
             }
         }

@@ -17,6 +17,7 @@ mod classify;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use codegloss_core::text::folder_of;
 use codegloss_core::{Language, Scope, SourceType};
 use ignore::overrides::OverrideBuilder;
 use ignore::WalkBuilder;
@@ -189,10 +190,7 @@ pub fn walk(root: &Path, cfg: &Config) -> Result<Walked, IndexError> {
             continue;
         }
         let scope = scope_of(&rel_path, source_type, &cfg.scopes);
-        let module = match rel_path.rsplit_once('/') {
-            Some((parent, _)) => parent.to_string(),
-            None => ".".to_string(),
-        };
+        let module = folder_of(&rel_path).to_string();
         files.push(FileEntry {
             abs_path: path.to_path_buf(),
             rel_path,
