@@ -171,17 +171,15 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     for path in files.iter().filter(|p| is(p, "js")) {
         copy(path, &stage.join(path.file_name().expect("a file")))?;
     }
-    copy(
-        &out.join("codegloss/pkg/codegloss_wasm.js"),
-        &stage.join("pkg/codegloss_wasm.js"),
-    )?;
+    // The search module's wasm-bindgen glue, which the worker bundles.
+    let glue = out.join("codegloss/pkg/codegloss_wasm.js");
+    copy(&glue, &stage.join("pkg/codegloss_wasm.js"))?;
     let entries = [stage.join("widget.js"), stage.join("worker.js")];
     bundle(&npm, &entries, &out.join("codegloss"))?;
     files.retain(|p| is(p, "css"));
     minify(&npm, &files, &out.join("codegloss"), false)?;
     // The other modules' wasm-bindgen glue, in its folder (the search
     // module's is in the worker, and not shipped apart).
-    let glue = out.join("codegloss/pkg/codegloss_wasm.js");
     std::fs::remove_file(&glue).with_context(|| format!("removing {}", glue.display()))?;
     // (and the source map an older build minified it with, if any)
     let map = glue.with_extension("js.map");
