@@ -4,7 +4,9 @@
 // results, bytes per later query, time to first results cold and warm,
 // and retrieval time per query in wasm, for every question, with the
 // ranked chunks for the parity check against the native CLI.
-// Env: SITE_URL, QUESTIONS (JSON array of strings), OUT (JSON file).
+// Env: SITE_URL, QUESTIONS (JSON array of strings), OUT (JSON file),
+// COLD (how many questions to also ask each as a cold visitor's first;
+// default 10).
 
 import fs from 'node:fs';
 import { launch } from './lib.mjs';
@@ -83,6 +85,27 @@ try {
   out.warm_first_results_ms = await firstResults();
   log('warm first results');
   await context.close();
+
+  // 1b. The bytes before the first keyword results depend on which
+  // question comes first: its terms' postings, its candidates' names and
+  // edges. So each of the first COLD questions is also asked as a cold
+  // visitor's first, in a context of its own: the same questions on two
+  // indexes tell how that cost grows with the corpus.
+  const cold = [];
+  for (const q of questions.slice(0, Number(process.env.COLD ?? 10))) {
+    const ctx = await browser.newContext();
+    const p = await ctx.newPage();
+    const m = meter(p);
+    await p.goto(site);
+    await p.locator('[data-testid="cg-input"]').fill(q);
+    await p.locator('[data-testid="cg-card"]').first().waitFor({ timeout: 60000 });
+    await settle();
+    cold.push({ question: q, bytes: m.keywordBytes() });
+    await ctx.close();
+  }
+  const coldBytes = cold.map((c) => c.bytes);
+  out.cold_first_keyword_bytes = cold.length ? { n: cold.length, p50: percentile(coldBytes, 50), max: Math.max(...coldBytes), questions: cold } : null;
+  log('cold first questions');
 
   // 2. The worker directly (what the widget drives), cold cache: exact
   // phases, semantic flags and per-query bytes.

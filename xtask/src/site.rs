@@ -317,7 +317,9 @@ struct BrowserRow {
 
 /// `cargo xtask bench site`: write the site of an index, serve it, run
 /// `tests/browser/bench.mjs` in headless Chromium, run the native
-/// retrieval on the same questions in the same run, and compare.
+/// retrieval on the same questions in the same run, and compare. `COLD=n`
+/// in the environment sets how many questions are also asked each as a
+/// cold visitor's first (default 10).
 pub fn bench(root: &Path, index: &Path, questions: &Path, json: &Path) -> Result<()> {
     use std::io::{BufRead, BufReader};
     let assets = assets(root)?;
@@ -420,6 +422,7 @@ pub fn bench(root: &Path, index: &Path, questions: &Path, json: &Path) -> Result
         "worker_bytes_first_keyword_results_with_text": browser["worker_bytes_first_keyword_results_with_text"],
         "worker_bytes_first_keyword_results": browser["worker_bytes_first_keyword_results"],
         "worker_bytes_first_semantic_results": browser["worker_bytes_first_semantic_results"],
+        "cold_first_keyword_bytes": browser["cold_first_keyword_bytes"],
         "later_query_bytes": browser["later_query_bytes"],
         "later_queries": browser["later_queries"],
         "cold_first_results_ms": browser["cold_first_results_ms"],
@@ -437,6 +440,9 @@ pub fn bench(root: &Path, index: &Path, questions: &Path, json: &Path) -> Result
     for k in ["first_keyword_requests", "semantic_requests"] {
         brief.as_object_mut().map(|o| o.remove(k));
     }
+    brief["cold_first_keyword_bytes"]
+        .as_object_mut()
+        .map(|o| o.remove("questions"));
     for m in ["keyword", "hybrid"] {
         brief["modes"][m]
             .as_object_mut()
