@@ -306,7 +306,11 @@ fn root() -> PathBuf {
 }
 
 pub(crate) fn run(cmd: &mut Command) -> Result<()> {
-    eprintln!("+ {cmd:?}");
+    // The program and its arguments, as `{cmd:?}` shows them without the
+    // environment (`cargo()` unsets a dozen variables).
+    eprint!("+ {:?}", cmd.get_program());
+    cmd.get_args().for_each(|a| eprint!(" {a:?}"));
+    eprintln!();
     let status = cmd
         .current_dir(root())
         .status()
@@ -317,8 +321,36 @@ pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// A cargo command without the variables `cargo run` set for xtask
+/// itself (its package's name, version, manifest): build scripts that
+/// watch them (ring's, through `rerun-if-env-changed`) would otherwise
+/// run again, and their crates rebuild, each time a plain `cargo build`
+/// and a `cargo xtask` command take turns on the same target folder.
 fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    for key in set_for_xtask(std::env::vars_os().map(|(k, _)| k)) {
+        cmd.env_remove(key);
+    }
+    cmd
+}
+
+/// Of these environment variable names, those that cargo sets for the
+/// package it runs (xtask here), not the user's own cargo settings
+/// (`CARGO_HOME`, `CARGO_TARGET_DIR`, `CARGO_INCREMENTAL`, ...), nor
+/// `CARGO`, the cargo to run.
+fn set_for_xtask(
+    keys: impl Iterator<Item = std::ffi::OsString>,
+) -> impl Iterator<Item = std::ffi::OsString> {
+    keys.filter(|k| {
+        k.to_str().is_some_and(|k| {
+            k.starts_with("CARGO_PKG_")
+                || k.starts_with("CARGO_MANIFEST_")
+                || matches!(
+                    k,
+                    "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+                )
+        })
+    })
 }
 
 fn ensure_wasm_target() -> Result<()> {
@@ -646,5 +678,34 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cargo_commands_drop_only_what_cargo_run_set_for_xtask() {
+        let keys = [
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_INCREMENTAL",
+            "PATH",
+        ];
+        let dropped: Vec<_> = super::set_for_xtask(keys.iter().map(|k| k.into())).collect();
+        assert_eq!(
+            dropped,
+            keys[..7]
+                .iter()
+                .map(|k| k.into())
+                .collect::<Vec<std::ffi::OsString>>()
+        );
     }
 }
