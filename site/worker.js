@@ -81,7 +81,8 @@ async function sha256Hex(bytes) {
 /** Whether `bytes` are the file the manifest describes (`want`: {bytes, sha256}; none: nothing to check). */
 async function intact(bytes, want) {
   if (!want) return true;
-  if (bytes.byteLength !== want.bytes) return false;
+  // A shard a directory lists comes with its hash only (bytes 0).
+  if (want.bytes && bytes.byteLength !== want.bytes) return false;
   // Web Crypto (like the Cache API) exists only in secure contexts; without
   // it nothing is cached, and the engine checks every shard itself.
   if (!self.crypto?.subtle) return true;
@@ -120,8 +121,9 @@ async function fetchBytes(url, { immutable, want = expected.get(url) }) {
   if (!(await intact(bytes, want))) {
     bytes = await download(url, 'reload');
     if (!(await intact(bytes, want))) {
-      const got = bytes.byteLength === want.bytes ? 'bytes whose sha256 differs' : `${bytes.byteLength} bytes`;
-      throw new Damaged(`${url}: the server sends ${got}; the manifest lists ${want.bytes} bytes, sha256 ${want.sha256}`);
+      const got = !want.bytes || bytes.byteLength === want.bytes ? `${bytes.byteLength} bytes whose sha256 differs` : `${bytes.byteLength} bytes`;
+      const size = want.bytes ? `${want.bytes} bytes, ` : '';
+      throw new Damaged(`${url}: the server sends ${got}; the index lists ${size}sha256 ${want.sha256}`);
     }
   }
   if (cache) {

@@ -1,12 +1,12 @@
 //! The shard directory inside the search shard: the postings, edge and name
-//! shards (hash, size and run of each), listed there instead of in the
+//! shards (hash and run of each), listed there instead of in the
 //! manifest.
 //!
 //! It exists because the manifest listed each of them as a JSON entry of
 //! about 45 bytes gzipped (its name and its hash in hex, twice, its size,
 //! its range and a run's first term): on a large codebase 520 entries, most
 //! of the manifest, fetched before the first results. The search shard is
-//! fetched then too; here an entry costs its 16-byte hash, its size, how
+//! fetched then too; here an entry costs its 8-byte hash (no size: the hash checks it), how
 //! many terms or entities its run covers and, for postings, its first term
 //! as a difference from the one before. [`WebIndex::open`] puts the
 //! entries back into its copy of the manifest's list, where every lookup
@@ -24,10 +24,14 @@ use super::{ShardInfo, ShardKind};
 /// Runs of one kind of shard, in order: run `i` covers the `counts[i]`
 /// terms (entities, chunks) after those of the runs before it. The text
 /// directory ([`super::TextDirectory`]) lists its shards the same way.
+///
+/// A run carries its shard's hash but not its size: the hash fails a
+/// shard of the wrong size as well, and the sizes were 2.7 KB of the
+/// search shard on a 1,255-shard site. Entries come back with `bytes` 0,
+/// which every check reads as "not listed".
 #[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Runs {
     hashes: Vec<ShardHash>,
-    bytes: Vec<u64>,
     counts: Vec<u32>,
 }
 
@@ -50,7 +54,6 @@ impl Runs {
         hex::decode_to_slice(&s.sha256, &mut hash)
             .map_err(|e| CoreError::malformed(format!("{}: hash {}: {e}", s.name, s.sha256)))?;
         self.hashes.push(hash);
-        self.bytes.push(s.bytes);
         self.counts.push(last - first + 1);
         *next = u64::from(last) + 1;
         Ok(())
@@ -59,7 +62,7 @@ impl Runs {
     /// The entries with their `[first, last]` ranges.
     pub(super) fn unpack(&self, kind: ShardKind) -> Result<Vec<(ShardInfo, [u32; 2])>, CoreError> {
         let n = self.hashes.len();
-        if self.bytes.len() != n || self.counts.len() != n {
+        if self.counts.len() != n {
             return Err(CoreError::malformed(format!(
                 "the {} shards' directory columns differ in length",
                 kind.as_str()
@@ -67,7 +70,7 @@ impl Runs {
         }
         let mut out = Vec::with_capacity(n);
         let mut next = 0u64;
-        for ((hash, &bytes), &count) in self.hashes.iter().zip(&self.bytes).zip(&self.counts) {
+        for (hash, &count) in self.hashes.iter().zip(&self.counts) {
             let last = next + u64::from(count);
             if count == 0 || last > u64::from(u32::MAX) + 1 {
                 return Err(CoreError::malformed(format!(
@@ -75,7 +78,7 @@ impl Runs {
                     kind.as_str()
                 )));
             }
-            let info = ShardInfo::hashed(kind, hex::encode(hash), bytes, None);
+            let info = ShardInfo::hashed(kind, hex::encode(hash), 0, None);
             // Both at most u32::MAX, checked above.
             out.push((info, [next as u32, (last - 1) as u32]));
             next = last;
@@ -166,11 +169,7 @@ impl ShardDirectory {
 }
 
 // How the browser reads these types without serde (`crate::wire`).
-crate::wire::wire_struct!(Runs {
-    hashes,
-    bytes,
-    counts
-});
+crate::wire::wire_struct!(Runs { hashes, counts });
 crate::wire::wire_struct!(ShardDirectory {
     postings,
     first_terms,
@@ -212,7 +211,12 @@ mod tests {
             entry(ShardKind::Names, 7, [4, 9], None),
         ];
         let d = ShardDirectory::pack(&shards).unwrap();
-        assert_eq!(d.unpack().unwrap(), shards);
+        // Everything but the sizes comes back.
+        let sizeless: Vec<ShardInfo> = shards
+            .into_iter()
+            .map(|s| ShardInfo { bytes: 0, ..s })
+            .collect();
+        assert_eq!(d.unpack().unwrap(), sizeless);
         assert!(ShardDirectory::default().unpack().unwrap().is_empty());
     }
 
@@ -276,7 +280,7 @@ mod tests {
         d.postings.counts[0] = 0;
         assert!(d.unpack().is_err());
         let mut d = ShardDirectory::pack(&shards).unwrap();
-        d.postings.bytes.push(1);
+        d.postings.counts.push(1);
         assert!(d.unpack().is_err());
         let mut d = ShardDirectory::pack(&shards).unwrap();
         d.first_terms = DiffColumn::default();
@@ -284,7 +288,6 @@ mod tests {
         let mut d = ShardDirectory::pack(&shards).unwrap();
         d.edges.counts = vec![u32::MAX, u32::MAX];
         d.edges.hashes = vec![[0; SHARD_HASH_BYTES]; 2];
-        d.edges.bytes = vec![1, 1];
         assert!(d.unpack().is_err());
     }
 }

@@ -209,7 +209,8 @@ pub struct ShardInfo {
     pub kind: ShardKind,
     /// Path relative to the manifest: `shards/<kind>-<hash>.bin`.
     pub name: String,
-    /// Size in bytes.
+    /// Size in bytes; 0 for a shard a directory lists (the search
+    /// shard's or the text directory), whose hash alone checks it.
     pub bytes: u64,
     /// The bytes' [`ShardHash`] (hex): the first 64 bits of their SHA-256.
     pub sha256: String,

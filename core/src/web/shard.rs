@@ -59,8 +59,12 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// and predicts a chunk's part numbers from its entity's run of chunks, a
 /// file's module from its folder, an entity's file from its kind (a call
 /// chain's from its callable's), a call chain's parent as a step among the
-/// callables, and blank names for the entities whose names load apart).
-pub const WEB_FORMAT_VERSION: u32 = 19;
+/// callables, and blank names for the entities whose names load apart);
+/// 20: the search shard stores whether an entity is a definition, and a
+/// chunk's text facts, only for the rows whose names it carries
+/// (`columns::SplitColumn`), and directories list their shards' hashes
+/// without their sizes.
+pub const WEB_FORMAT_VERSION: u32 = 20;
 
 /// Magic number, version and kind tag (with three zero bytes).
 const SHARD_HEADER: usize = 8 + 4 + 4;
@@ -132,7 +136,12 @@ pub(super) fn wrap_envelope(tag: u8, payload: &[u8]) -> Vec<u8> {
 /// inflated payload.
 pub fn open_shard(info: &ShardInfo, bytes: &[u8]) -> Result<Vec<u8>, CoreError> {
     let file = info.name.as_str();
-    verify_hashed(file, bytes, info.bytes, &info.sha256, shard_hash_hex)?;
+    // A directory lists no sizes (`bytes` 0): the hash alone checks them.
+    let listed = match info.bytes {
+        0 => bytes.len() as u64,
+        n => n,
+    };
+    verify_hashed(file, bytes, listed, &info.sha256, shard_hash_hex)?;
     open_envelope(file, info.kind.tag(), info.kind.as_str(), bytes)
 }
 

@@ -22,10 +22,12 @@ use crate::model::{
     SourceType,
 };
 use crate::retrieve::features::{ChunkFeatures, TextFeatures};
+use crate::retrieve::names::names_load_apart;
 use crate::text::folder_of;
 
 use super::columns::{
     opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn, ParentColumn,
+    SplitColumn,
 };
 use super::edges::EdgeColumns;
 use super::predict::{
@@ -60,7 +62,9 @@ pub struct EntityColumns {
     parent_symbol: DiffColumn,
     class_name: OptDiffColumn,
     file: Vec<u64>,
-    is_definition: Vec<bool>,
+    /// Whether it is a definition, 0 or 1, for the entities whose names
+    /// the search shard carries (the others' ride in name shards).
+    is_definition: SplitColumn,
     module: DiffColumn,
     gloss_source: Vec<GlossSource>,
 }
@@ -94,9 +98,9 @@ pub struct ChunkColumns {
 /// codebase they were 55 KB of the search shard).
 #[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeatureColumns {
-    /// [`ChunkFeatures::bits`]: 0 for the chunks of entities whose names
-    /// load apart, whose facts ride in their name shard.
-    flags: Vec<u8>,
+    /// [`ChunkFeatures::bits`], for the chunks of entities whose names the
+    /// search shard carries (the others' facts ride in their name shard).
+    flags: SplitColumn,
 }
 
 /// The search shard's tables, column by column.
@@ -188,10 +192,14 @@ impl Tables {
             en.file
                 .push(opt_step(predict_file(last_file, e.kind, parent), e.file));
             last_file = e.file.unwrap_or(last_file);
-            en.is_definition.push(e.is_definition);
             en.module.push(&module, &e.module);
             en.gloss_source.push(e.gloss.source);
         }
+        en.is_definition = SplitColumn::pack(
+            entities
+                .iter()
+                .map(|e| (names_load_apart(e), u8::from(e.is_definition))),
+        );
 
         let ch = &mut t.chunks;
         let mut last_entity = 0u32;
@@ -236,8 +244,17 @@ impl Tables {
 
         t.edges = edges;
 
-        let fe = &mut t.features;
-        fe.flags = features.chunks.iter().map(ChunkFeatures::bits).collect();
+        if features.chunks.len() != chunks.len() {
+            return Err(CoreError::malformed(
+                "the text features and the chunks differ in length",
+            ));
+        }
+        t.features.flags = SplitColumn::pack(chunks.iter().zip(&features.chunks).map(|(c, f)| {
+            let blanked = entities
+                .get(c.entity as usize)
+                .is_some_and(names_load_apart);
+            (blanked, f.bits())
+        }));
         Ok(t)
     }
 
@@ -317,7 +334,6 @@ impl Tables {
                 en.parent_symbol.len(),
                 en.class_name.tag.len(),
                 en.file.len(),
-                en.is_definition.len(),
                 en.module.len(),
                 en.gloss_source.len(),
             ],
@@ -351,7 +367,6 @@ impl Tables {
                 parent,
                 parent_symbol,
                 file,
-                is_definition: en.is_definition[i],
                 module,
                 gloss: Gloss {
                     text: String::new(),
@@ -361,6 +376,20 @@ impl Tables {
                 },
                 ..Entity::new(id, kind, name, qualified_name)
             });
+        }
+        let definitions = en.is_definition.unpack(
+            &entities.iter().map(names_load_apart).collect::<Vec<_>>(),
+            "entity definitions",
+        )?;
+        for (e, d) in entities.iter_mut().zip(definitions) {
+            e.is_definition = match d {
+                0 | 1 => d == 1,
+                _ => {
+                    return Err(CoreError::malformed(
+                        "an entity definition flag is not 0 or 1",
+                    ))
+                }
+            };
         }
         let decoded = en
             .class_name
@@ -457,16 +486,14 @@ impl Tables {
 
         let edges = self.edges.unpack(&entities)?;
 
-        let fe = &self.features;
-        if fe.flags.len() != chunks.len() {
-            return Err(CoreError::malformed(
-                "the feature flags and the chunks differ in length",
-            ));
-        }
-        let chunks_features = fe
-            .flags
+        let blanked: Vec<bool> = owners
             .iter()
-            .map(|&f| {
+            .map(|&e| names_load_apart(&entities[e]))
+            .collect();
+        let flags = self.features.flags.unpack(&blanked, "feature flags")?;
+        let chunks_features = flags
+            .into_iter()
+            .map(|f| {
                 // Neither the token estimate (only native reports read it)
                 // nor the qualified names (their own shard) ride here.
                 let mut c = ChunkFeatures::default();
@@ -625,10 +652,10 @@ mod tests {
             en.parent_symbol.push("", "");
             en.class_name.tag.push(0);
             en.file.push(0);
-            en.is_definition.push(true);
             en.module.push("", "");
             en.gloss_source.push(GlossSource::Structural);
         }
+        en.is_definition = SplitColumn::pack((0..n).map(|_| (false, 1)));
         let chain: Vec<Option<u32>> = (0..n).map(|i| i.checked_sub(1)).collect();
         t.entities.parent = ParentColumn::pack(&chain);
         let err = t.unpack().unwrap_err();
