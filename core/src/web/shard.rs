@@ -62,8 +62,9 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// callables, and blank names for the entities whose names load apart);
 /// 20: the search shard stores whether an entity is a definition, and a
 /// chunk's text facts, only for the rows whose names it carries
-/// (`columns::SplitColumn`), and directories list their shards' hashes
-/// without their sizes.
+/// (`columns::SplitColumn`), an entity's kind and parent code share a
+/// byte (`columns::KindsAndParents`), and directories list their shards'
+/// hashes without their sizes.
 pub const WEB_FORMAT_VERSION: u32 = 20;
 
 /// Magic number, version and kind tag (with three zero bytes).

@@ -26,7 +26,7 @@ use crate::retrieve::names::names_load_apart;
 use crate::text::folder_of;
 
 use super::columns::{
-    opt_step, step, unopt_step, unstep, Budget, DiffColumn, OptDiffColumn, ParentColumn,
+    opt_step, step, unopt_step, unstep, Budget, DiffColumn, KindsAndParents, OptDiffColumn,
     SplitColumn,
 };
 use super::edges::EdgeColumns;
@@ -52,12 +52,12 @@ pub struct FileColumns {
 /// Entities without their display fields (those travel in text shards).
 #[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct EntityColumns {
-    kind: Vec<EntityKind>,
+    /// Kinds and parents, in one column.
+    kind_parent: KindsAndParents,
     name: DiffColumn,
     qualified_name: DiffColumn,
-    parent: ParentColumn,
-    /// The call chains' parents ([`split_chain_parents`]), which `parent`
-    /// leaves out.
+    /// The call chains' parents ([`split_chain_parents`]), which
+    /// `kind_parent` leaves out.
     chain_parent: Vec<u64>,
     parent_symbol: DiffColumn,
     class_name: OptDiffColumn,
@@ -171,7 +171,7 @@ impl Tables {
         let kinds: Vec<EntityKind> = entities.iter().map(|e| e.kind).collect();
         let mut parents: Vec<Option<u32>> = entities.iter().map(|e| e.parent).collect();
         en.chain_parent = split_chain_parents(&kinds, &mut parents);
-        en.parent = ParentColumn::pack(&parents);
+        en.kind_parent = KindsAndParents::pack(&kinds, &parents);
         for (i, e) in entities.iter().enumerate() {
             if e.id as usize != i {
                 return Err(CoreError::malformed(format!(
@@ -182,7 +182,6 @@ impl Tables {
             let parent = e.parent.and_then(|p| entities[..i].get(p as usize));
             let (parent_symbol, module) = predict_entity(files, parent, e.kind, e.file);
             let qualified = predict_qualified(e.kind, &e.name, &e.parent_symbol);
-            en.kind.push(e.kind);
             let name = predict_filed_name(files, parent, e.kind, e.file);
             en.name.push(&name, &e.name);
             en.qualified_name.push(&qualified, &e.qualified_name);
@@ -325,12 +324,11 @@ impl Tables {
         }
 
         let en = &self.entities;
-        let n = en.kind.len();
+        let n = en.kind_parent.len();
         same_len(
             &[
                 en.name.len(),
                 en.qualified_name.len(),
-                en.parent.len(),
                 en.parent_symbol.len(),
                 en.class_name.tag.len(),
                 en.file.len(),
@@ -343,11 +341,10 @@ impl Tables {
         let mut entities: Vec<Entity> = Vec::with_capacity(n);
         let mut last_file = 0u32;
         let mut class_names = Vec::with_capacity(n);
-        let mut parents = en.parent.unpack()?;
-        join_chain_parents(&en.kind, &mut parents, &en.chain_parent)?;
-        for (i, &parent) in parents.iter().enumerate() {
+        let (kinds, mut parents) = en.kind_parent.unpack()?;
+        join_chain_parents(&kinds, &mut parents, &en.chain_parent)?;
+        for (i, (&parent, &kind)) in parents.iter().zip(&kinds).enumerate() {
             let id = i as u32;
-            let kind = en.kind[i];
             let parent_row = parent.and_then(|p| entities.get(p as usize));
             let predicted = predict_file(last_file, kind, parent_row);
             let file = unopt_step(predicted, en.file[i], "entity file")?;
@@ -532,10 +529,9 @@ crate::wire::wire_struct!(FileColumns {
     module
 });
 crate::wire::wire_struct!(EntityColumns {
-    kind,
+    kind_parent,
     name,
     qualified_name,
-    parent,
     chain_parent,
     parent_symbol,
     class_name,
@@ -646,7 +642,6 @@ mod tests {
         let mut t = Tables::default();
         let en = &mut t.entities;
         for _ in 0..n {
-            en.kind.push(EntityKind::Class);
             en.name.push("", "ab");
             en.qualified_name.push("", "");
             en.parent_symbol.push("", "");
@@ -657,11 +652,12 @@ mod tests {
         }
         en.is_definition = SplitColumn::pack((0..n).map(|_| (false, 1)));
         let chain: Vec<Option<u32>> = (0..n).map(|i| i.checked_sub(1)).collect();
-        t.entities.parent = ParentColumn::pack(&chain);
+        let classes = vec![EntityKind::Class; n as usize];
+        t.entities.kind_parent = KindsAndParents::pack(&classes, &chain);
         let err = t.unpack().unwrap_err();
         assert!(err.to_string().contains("decode to more than"), "{err}");
         // A shallow tree of the same size decodes.
-        t.entities.parent = ParentColumn::pack(&vec![None; n as usize]);
+        t.entities.kind_parent = KindsAndParents::pack(&classes, &vec![None; n as usize]);
         assert_eq!(t.unpack().unwrap().entities.len(), n as usize);
     }
 
