@@ -134,7 +134,7 @@ async function fetchBytes(url, { immutable, want = expected.get(url) }) {
 
 // A shard the engine names from a listing other than the manifest (the
 // vector directory, a partition's shard, the text directory), checked
-// against the size and hash that listing gives.
+// against the hash that listing gives, and its size where it gives one.
 function fetchListed(m) {
   const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase() };
   return fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
