@@ -289,8 +289,11 @@ pub(crate) struct KindsAndParents {
 
 /// Parent codes from this one on are stored in [`KindsAndParents::deep`].
 const DEEP_CODE: u8 = 15;
-// Every kind's place times 16 plus a code fits a byte.
-const _: () = assert!(EntityKind::ALL.len() <= 16);
+/// The place written for a kind missing from [`EntityKind::ALL`]: never a
+/// kind's, so the column fails to decode rather than read another kind.
+const NO_PLACE: u8 = 15;
+// Every kind's place times 16 plus a code fits a byte, below `NO_PLACE`.
+const _: () = assert!(EntityKind::ALL.len() <= NO_PLACE as usize);
 
 impl KindsAndParents {
     /// The column of these kinds and parents (by entity id).
@@ -301,7 +304,10 @@ impl KindsAndParents {
             ..KindsAndParents::default()
         };
         for (kind, code) in kinds.iter().zip(up) {
-            let place = EntityKind::ALL.iter().position(|k| k == kind).unwrap_or(0) as u8;
+            let place = EntityKind::ALL
+                .iter()
+                .position(|k| k == kind)
+                .map_or(NO_PLACE, |p| p as u8);
             out.joint.push(place * 16 + code.min(DEEP_CODE));
             if code >= DEEP_CODE {
                 out.deep.push(code);
