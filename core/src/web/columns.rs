@@ -238,35 +238,37 @@ impl ParentColumn {
         }
         out
     }
+}
 
-    /// The parents back. Fails with [`CoreError::Malformed`] on an
-    /// ancestor that is not there, or far parents that do not match.
-    pub(crate) fn unpack(&self) -> Result<Vec<Option<u32>>, CoreError> {
-        let mut parents = Vec::with_capacity(self.up.len());
-        let mut far = self.far.iter();
-        let mut last_far = 0u32;
-        for &code in &self.up {
-            let parent =
-                match code {
-                    0 => None,
-                    1 => {
-                        let v = far
-                            .next()
-                            .ok_or_else(|| CoreError::malformed("fewer far parents than listed"))?;
-                        last_far = unstep(last_far, *v, "entity parent")?;
-                        Some(last_far)
-                    }
-                    k => Some(ancestors(&parents).nth(usize::from(k - 2)).ok_or_else(|| {
-                        CoreError::malformed("an entity's parent is no ancestor")
-                    })?),
-                };
-            parents.push(parent);
-        }
-        if far.next().is_some() {
-            return Err(CoreError::malformed("more far parents than listed"));
-        }
-        Ok(parents)
+/// The parents back from a [`ParentColumn`]'s codes and far parents (read
+/// in place from [`KindsAndParents`]). Fails with [`CoreError::Malformed`]
+/// on an ancestor that is not there, or far parents that do not match.
+fn unpack_parents(up: &[u8], far: &[u64]) -> Result<Vec<Option<u32>>, CoreError> {
+    let mut parents = Vec::with_capacity(up.len());
+    let mut far = far.iter();
+    let mut last_far = 0u32;
+    for &code in up {
+        let parent = match code {
+            0 => None,
+            1 => {
+                let v = far
+                    .next()
+                    .ok_or_else(|| CoreError::malformed("fewer far parents than listed"))?;
+                last_far = unstep(last_far, *v, "entity parent")?;
+                Some(last_far)
+            }
+            k => Some(
+                ancestors(&parents)
+                    .nth(usize::from(k - 2))
+                    .ok_or_else(|| CoreError::malformed("an entity's parent is no ancestor"))?,
+            ),
+        };
+        parents.push(parent);
     }
+    if far.next().is_some() {
+        return Err(CoreError::malformed("more far parents than listed"));
+    }
+    Ok(parents)
 }
 
 /// Entities' kinds and parents in one column: per entity, one byte of its
@@ -322,7 +324,7 @@ impl KindsAndParents {
     }
 
     /// The kinds and parents back; an error where a kind is out of range,
-    /// the deep codes do not match, or [`ParentColumn::unpack`] fails.
+    /// the deep codes do not match, or the parents do not decode.
     pub(crate) fn unpack(&self) -> Result<(Vec<EntityKind>, Vec<Option<u32>>), CoreError> {
         let mut kinds = Vec::with_capacity(self.joint.len());
         let mut up = Vec::with_capacity(self.joint.len());
@@ -342,8 +344,7 @@ impl KindsAndParents {
         if deep.next().is_some() {
             return Err(CoreError::malformed("more deep parent codes than listed"));
         }
-        let far = self.far.clone();
-        Ok((kinds, ParentColumn { up, far }.unpack()?))
+        Ok((kinds, unpack_parents(&up, &self.far)?))
     }
 }
 
@@ -483,17 +484,17 @@ mod tests {
         ];
         let c = ParentColumn::pack(&parents);
         assert_eq!(c.up[..6], [0, 2, 2, 3, 1, 4]);
-        assert_eq!(c.unpack().unwrap(), parents);
+        assert_eq!(unpack_parents(&c.up, &c.far).unwrap(), parents);
         // Damage: an ancestor that is not there, far parents missing or left over.
         let mut deep = c.clone();
         deep.up[1] = 60;
-        assert!(deep.unpack().is_err());
+        assert!(unpack_parents(&deep.up, &deep.far).is_err());
         let mut short = c.clone();
         short.far.clear();
-        assert!(short.unpack().is_err());
+        assert!(unpack_parents(&short.up, &short.far).is_err());
         let mut long = c;
         long.far.push(0);
-        assert!(long.unpack().is_err());
+        assert!(unpack_parents(&long.up, &long.far).is_err());
     }
 
     #[test]
