@@ -9,13 +9,20 @@
 //! `particleattrib` exactly through the whole.
 //!
 //! The index scores BM25F-style: each field (symbol, path, gloss, code) adds
-//! its term frequency times a field weight.
+//! its term frequency times a field weight. Document lengths are read in
+//! two stages, coarse for every chunk and fine for re-ranking (`lengths`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
 use crate::format::IndexData;
 use crate::format::{decode_data_file, encode_data_file, DataKind};
+
+mod lengths;
+pub use lengths::{
+    coarse_code, coarse_length, fine_code, length_code, length_of_code, length_step, lower_length,
+    FineScorer,
+};
 
 /// Words too common in questions and prose to help ranking.
 const STOPWORDS: &[&str] = &[
@@ -568,39 +575,6 @@ impl LexicalIndex {
         ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
     }
 
-    /// Scores of every chunk for a tokenised query (repeated query terms
-    /// count once), optionally restricted by `allow`.
-    pub fn scores(&self, query: &[String]) -> Vec<f32> {
-        let mut scores = vec![0f32; self.doc_len.len()];
-        if self.doc_len.is_empty() {
-            return scores;
-        }
-        let avg = self
-            .doc_len
-            .iter()
-            .map(|&l| f64::from(length_of_code(length_code(l))))
-            .sum::<f64>() as f32
-            / self.doc_len.len() as f32;
-        let mut seen: Vec<&str> = Vec::new();
-        for t in query {
-            if seen.contains(&t.as_str()) {
-                continue;
-            }
-            seen.push(t);
-            let Some(id) = self.term_id(t) else {
-                continue;
-            };
-            let idf = self.idf(t);
-            for &(chunk, tf8) in &self.postings[id] {
-                let tf = f32::from(tf8) / 8.0;
-                let len = length_of_code(length_code(self.doc_len[chunk as usize])) as f32;
-                let norm = K1 * (1.0 - B + B * len / avg.max(1.0));
-                scores[chunk as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
-            }
-        }
-        scores
-    }
-
     /// Top `k` chunks for a query text, ties by chunk id.
     pub fn search(&self, query: &str, k: usize) -> Vec<LexicalHit> {
         let scores = self.scores(&tokenize(query));
@@ -621,34 +595,6 @@ impl LexicalIndex {
     }
 }
 
-/// A document length as one byte: exact below 32, then 16 steps per
-/// doubling (at most 6% off), up to 255. Ranking reads lengths through
-/// this, so the web layout ships a byte a chunk and still ranks exactly as
-/// the native index.
-///
-/// 8 steps per doubling, measured and left: the Kokkos search shard's
-/// lengths 29.1 -> 24.7 KB deflated, but `codegloss eval --no-vectors` on
-/// IPPL's reworded dev half fell (hit@1 0.46 -> 0.44, hit@5 0.86 -> 0.84,
-/// MRR 0.613 -> 0.600; the named 100: hit@5 0.92 -> 0.93, the rest equal).
-pub fn length_code(len: u32) -> u8 {
-    if len < 32 {
-        return len as u8;
-    }
-    let e = 31 - len.leading_zeros() - 4; // len >> e lies in 16..32
-    let code = 32 + e * 16 + ((len >> e) - 16);
-    code.min(255) as u8
-}
-
-/// The length a [`length_code`] stands for (a fixed point of the coding).
-pub fn length_of_code(code: u8) -> u32 {
-    let c = u32::from(code);
-    if c < 32 {
-        return c;
-    }
-    let e = (c - 32) / 16;
-    (16 + (c - 32) % 16) << e
-}
-
 // How the search shard's reader decodes it (`crate::wire`).
 crate::wire::wire_struct!(FieldWeights {
     symbol,
@@ -660,27 +606,6 @@ crate::wire::wire_struct!(FieldWeights {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn length_codes_are_monotone_fixed_points_within_a_sixteenth() {
-        let mut last = 0;
-        for len in (0..300_000u32)
-            .step_by(7)
-            .chain([31, 32, 33, 253_952, u32::MAX])
-        {
-            let back = length_of_code(length_code(len));
-            assert_eq!(length_of_code(length_code(back)), back, "{len}");
-            if len <= 253_952 {
-                assert!(back <= len && (len - back) * 16 <= len, "{len} -> {back}");
-            }
-            if len < 300_000 {
-                assert!(back >= last || len < last, "{len}");
-                last = back;
-            }
-        }
-        assert_eq!(length_of_code(length_code(31)), 31);
-        assert_eq!(length_of_code(255), 253_952);
-    }
 
     /// A small index whole, and the same split into runs of two terms.
     fn whole_and_runs() -> (LexicalIndex, LexicalIndex) {

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use codegloss_core::answer::build_context_estimated;
 use codegloss_core::format::Manifest;
-use codegloss_core::lexical::{length_code, length_of_code, LexicalIndex};
+use codegloss_core::lexical::{coarse_code, length_code, lower_length, LexicalIndex};
 use codegloss_core::model::EntityKind;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::web::{
@@ -256,16 +256,18 @@ fn the_search_shard_carries_the_tables_exactly() {
     load_edges(&mut w, &s);
     assert_eq!(w.corpus.data, want);
     let (_, _, lexical) = native();
-    // Document lengths travel as the byte ranking reads them through.
-    let coded =
-        |l: &[u32]| -> Vec<u32> { l.iter().map(|&x| length_of_code(length_code(x))).collect() };
-    assert_eq!(coded(&w.corpus.lexical.doc_len), coded(&lexical.doc_len));
+    // Document lengths travel as the coarse byte the scores over all
+    // chunks read them through; the fine step rides with each chunk's
+    // facts, so every fine code ranking reads is the native one.
+    let coarse =
+        |l: &[u32]| -> Vec<u8> { l.iter().map(|&x| coarse_code(length_code(x))).collect() };
+    assert_eq!(coarse(&w.corpus.lexical.doc_len), coarse(&lexical.doc_len));
     assert!(w
         .corpus
         .lexical
         .doc_len
         .iter()
-        .all(|&x| length_of_code(length_code(x)) == x));
+        .all(|&x| lower_length(coarse_code(length_code(x))) == x));
     assert!(
         w.corpus.lexical.terms.is_empty(),
         "the vocabulary is not in the search shard"
@@ -278,7 +280,9 @@ fn the_search_shard_carries_the_tables_exactly() {
     w.add_shard(q, bytes_of(&s, &info.name)).unwrap();
     // Everything but the token estimates, which the web layout omits.
     let mut want = codegloss_core::retrieve::features::TextFeatures::compute(data);
+    want.set_length_steps(lexical);
     assert!(want.chunks.iter().any(|c| c.tokens > 0));
+    assert!(want.chunks.iter().any(|c| c.length_step > 0));
     for c in &mut want.chunks {
         c.tokens = 0;
     }

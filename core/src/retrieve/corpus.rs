@@ -82,7 +82,8 @@ pub struct Corpus {
 impl Corpus {
     /// Build the lookups. `lexical` must have been built over `data`.
     pub fn new(data: IndexData, vectors: Option<VectorIndex>, lexical: LexicalIndex) -> Self {
-        let features = TextFeatures::compute(&data);
+        let mut features = TextFeatures::compute(&data);
+        features.set_length_steps(&lexical);
         Self::with_features(data, vectors, lexical, features)
     }
 

@@ -46,6 +46,12 @@ pub struct ChunkFeatures {
     /// high bit is set on a second entry when the code calls the name
     /// (writes it directly followed by `(`).
     pub qualified: Vec<u32>,
+    /// Where its keyword length lies within its coarse band,
+    /// [`crate::lexical::length_step`]: the scores re-ranking reads use
+    /// the fine length ([`crate::retrieve::Corpus::length_code_of`]). 0
+    /// until [`TextFeatures::set_length_steps`].
+    #[serde(default)]
+    pub length_step: u8,
 }
 
 /// Text facts of every chunk, by chunk id.
@@ -66,22 +72,24 @@ pub struct TextFeatures {
 }
 
 impl ChunkFeatures {
-    /// The four facts ranking reads, as the web layout ships them: bit 0
+    /// The facts ranking reads, as the web layout ships them: bit 0
     /// trivial declaration, bit 1 has a gloss, bit 2 documented, bit 3
-    /// substantial.
+    /// substantial, bits 4 to 7 the length step.
     pub fn bits(&self) -> u8 {
         u8::from(self.trivial_declaration)
             | (u8::from(self.has_gloss) << 1)
             | (u8::from(self.documented) << 2)
             | (u8::from(self.substantial) << 3)
+            | (self.length_step.min(15) << 4)
     }
 
-    /// Set the four facts from [`ChunkFeatures::bits`].
+    /// Set the facts from [`ChunkFeatures::bits`].
     pub fn set_bits(&mut self, bits: u8) {
         self.trivial_declaration = bits & 1 != 0;
         self.has_gloss = bits & 2 != 0;
         self.documented = bits & 4 != 0;
         self.substantial = bits & 8 != 0;
+        self.length_step = bits >> 4;
     }
 }
 
@@ -140,6 +148,16 @@ impl TextFeatures {
         }))
     }
 
+    /// Set every chunk's [`ChunkFeatures::length_step`] from the lengths
+    /// of `lexical`, which must hold every chunk's full length (natively,
+    /// or where the web layout is written).
+    pub fn set_length_steps(&mut self, lexical: &crate::lexical::LexicalIndex) {
+        use crate::lexical::{length_code, length_step};
+        for (f, &len) in self.chunks.iter_mut().zip(&lexical.doc_len) {
+            f.length_step = length_step(length_code(len));
+        }
+    }
+
     /// Compute from `(code, gloss, entity has a doc comment)` per chunk,
     /// in chunk order.
     pub fn from_texts<'a>(texts: impl Iterator<Item = (&'a str, &'a str, bool)>) -> Self {
@@ -180,6 +198,7 @@ impl TextFeatures {
                     documented: *documented,
                     tokens: (estimate_tokens(code) + estimate_tokens(gloss)) as u32,
                     qualified,
+                    length_step: 0,
                 }
             })
             .collect();

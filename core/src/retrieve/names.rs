@@ -210,6 +210,21 @@ impl Corpus {
         self.features.of(id)
     }
 
+    /// The fine [`crate::lexical::length_code`] of chunk `id`'s keyword
+    /// length (which must exist): its coarse code with the
+    /// [`crate::lexical::length_step`] that loads with its names, so where
+    /// names load per range its range is recorded when it is not here, and
+    /// the step reads as 0 until it is.
+    pub fn length_code_of(&self, id: u32) -> u8 {
+        self.named_chunk(id);
+        let step = self
+            .features
+            .chunks
+            .get(id as usize)
+            .map_or(0, |f| f.length_step);
+        crate::lexical::fine_code(self.lexical.coarse_code_of(id), step)
+    }
+
     /// Whether the lookups keyed by `key` (lower case) are here; where they
     /// arrive with the vocabulary's runs, the run is recorded when not.
     /// A stopword's arrive with the search shard: every question looks

@@ -66,13 +66,59 @@ pub(super) struct Candidate {
     pub(super) score: ScoreParts,
 }
 
-/// The BM25 scores of every chunk and the best of them.
+/// The BM25 scores in two stages ([`crate::lexical::coarse_code`]):
+/// coarse ones of every chunk, which choose the pool's keyword candidates,
+/// order target-aligned and supplementary chunks and weigh whole files,
+/// and fine ones of the pool's candidates, which re-ranking scores them
+/// with.
 pub(super) struct Bm25 {
-    /// Score of every chunk, by chunk id.
+    /// Coarse score of every chunk, by chunk id.
     pub(super) scores: Vec<f32>,
-    /// The best score (at least [`BM25_MAX_FLOOR`];
+    /// The best coarse score (at least [`BM25_MAX_FLOOR`];
     /// [`BM25_MAX_WITHOUT_MATCHES`] when nothing matches).
     pub(super) max: f32,
+    /// Fine scores by chunk id, of the candidates that match a token.
+    fine: BTreeMap<u32, f32>,
+    /// The best fine score (floored as `max`).
+    fine_max: f32,
+}
+
+impl Bm25 {
+    /// Fine scores of the pool's candidates, with their best. A chunk's
+    /// fine length loads with its names ([`Corpus::length_code_of`]), which
+    /// re-ranking reads of every candidate anyway; the other chunks of a
+    /// candidate's file (file evidence) keep their coarse scores, since a
+    /// file chunk's names ride in the search shard and reading its file's
+    /// fine lengths would fetch that file's names for them alone (IPPL,
+    /// 100 questions, measured: the first question's name shards 3.8 ->
+    /// 7.2 KB).
+    fn refine(&mut self, corpus: &Corpus, tokens: &[String], pool: &[Candidate]) {
+        let scorer = corpus.lexical.fine_scorer(tokens);
+        for c in pool.iter().map(|c| c.chunk) {
+            if self.scores.get(c as usize).is_some_and(|&s| s > 0.0) {
+                self.fine
+                    .insert(c, scorer.score(c, corpus.length_code_of(c)));
+            }
+        }
+        self.fine_max = self
+            .fine
+            .values()
+            .copied()
+            .fold(None, |m: Option<f32>, s| Some(m.map_or(s, |m| m.max(s))))
+            .unwrap_or(BM25_MAX_WITHOUT_MATCHES)
+            .max(BM25_MAX_FLOOR);
+    }
+
+    /// Chunk `chunk`'s fine score over the best fine score: 0 for a chunk
+    /// [`Bm25::refine`] was not given or that matches nothing.
+    pub(super) fn fine_share(&self, chunk: u32) -> f32 {
+        self.fine.get(&chunk).map_or(0.0, |s| s / self.fine_max)
+    }
+
+    /// Chunk `chunk`'s fine score (0 as for [`Bm25::fine_share`]).
+    pub(super) fn fine(&self, chunk: u32) -> f32 {
+        self.fine.get(&chunk).copied().unwrap_or(0.0)
+    }
 }
 
 /// The pool being built: candidates in order of first injection.
@@ -154,12 +200,14 @@ pub(super) fn gather(
         .collect();
     crate::sort::sort_long_by(&mut bm25, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     bm25.truncate(settings.bm25_k);
-    let bm25_scores = Bm25 {
+    let mut bm25_scores = Bm25 {
         max: bm25
             .first()
             .map_or(BM25_MAX_WITHOUT_MATCHES, |x| x.1)
             .max(BM25_MAX_FLOOR),
         scores,
+        fine: BTreeMap::new(),
+        fine_max: BM25_MAX_WITHOUT_MATCHES,
     };
 
     target_aligned(
@@ -181,6 +229,7 @@ pub(super) fn gather(
             pool.candidates[i].bm25_rank = Some(rank);
         }
     }
+    bm25_scores.refine(corpus, &signals.tokens, &pool.candidates);
     Ok((pool.candidates, bm25_scores))
 }
 

@@ -114,7 +114,7 @@ pub(super) fn rerank(
     for (i, cand) in pool.iter_mut().enumerate() {
         let c = &corpus.data.chunks[cand.chunk as usize];
         let distance = dense.distance(cand.chunk);
-        let bm = bm25.scores[cand.chunk as usize];
+        let bm = bm25.fine(cand.chunk);
         let semantic = match settings.fusion {
             Fusion::Score => distance.map_or(0.0, semantic_share),
             Fusion::Rrf => {
@@ -124,8 +124,15 @@ pub(super) fn rerank(
                 (r(cand.dense_rank) + r(cand.bm25_rank)) * settings.rrf_k
             }
         };
-        let (lexical, penalty) =
-            lexical_score(corpus, c, cand, signals, route, bm / bm25.max, settings);
+        let (lexical, penalty) = lexical_score(
+            corpus,
+            c,
+            cand,
+            signals,
+            route,
+            bm25.fine_share(cand.chunk),
+            settings,
+        );
         let target = target_score(corpus, c, route);
         let file = file_evidence[i];
         let combined = semantic

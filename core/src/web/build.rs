@@ -25,7 +25,7 @@ use super::{
 };
 use crate::error::CoreError;
 use crate::format::{sha256_hex, IndexData, Manifest};
-use crate::lexical::{length_code, LexicalIndex};
+use crate::lexical::{coarse_code, length_code, LexicalIndex};
 use crate::retrieve::features::TextFeatures;
 use crate::retrieve::names::{NameLookups, NameRanges};
 use crate::vectors::VectorIndex;
@@ -78,6 +78,7 @@ pub fn build_site_index_with(
     name_entities_per_shard: usize,
 ) -> Result<SiteIndex, CoreError> {
     let mut features = TextFeatures::compute(data);
+    features.set_length_steps(lexical);
     let facts: Vec<u8> = features.chunks.iter().map(|f| f.bits()).collect();
     let mut entities = data.entities.clone();
     let entity_texts: Vec<EntityText> = entities.iter_mut().map(EntityText::take).collect();
@@ -133,7 +134,11 @@ pub fn build_site_index_with(
     let search = SearchShard {
         tables,
         weights: lexical.weights.clone(),
-        doc_len: lexical.doc_len.iter().map(|&l| length_code(l)).collect(),
+        doc_len: lexical
+            .doc_len
+            .iter()
+            .map(|&l| coarse_code(length_code(l)))
+            .collect(),
         directory: ShardDirectory::pack(&listed_infos)?,
         lookups: global_lookups,
     };

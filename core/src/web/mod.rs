@@ -40,7 +40,7 @@ use crate::error::CoreError;
 use crate::format::{
     from_versioned_json, to_pretty_json, Counts, EmbeddingInfo, IndexData, JsonFormat,
 };
-use crate::lexical::{length_of_code, LexicalIndex};
+use crate::lexical::{lower_length, LexicalIndex};
 use crate::model::{Chunk, CodeFrame, Entity};
 use crate::retrieve::graph::Graph;
 use crate::retrieve::Corpus;
@@ -346,19 +346,22 @@ pub struct SearchShard {
     /// Keyword field weights.
     pub weights: crate::lexical::FieldWeights,
     /// Per chunk: the keyword index's document length (weighted length ×
-    /// 8) as its [`crate::lexical::length_code`], the byte ranking reads it
-    /// through (its posting lists live in postings shards).
+    /// 8) as its [`crate::lexical::coarse_code`], the byte the scores over
+    /// all chunks read it through (its posting lists live in postings
+    /// shards; the fine step within the code rides with the chunk's facts,
+    /// in its name shard, for the scores re-ranking reads).
     ///
-    /// The largest column on a large codebase (Kokkos, 44,320 chunks: 29.1
-    /// KB deflated), and close to what it holds: the codes' entropy given
-    /// the entity's kind and whether the chunk is one part of several is
-    /// 28.6 KB. Measured and left (`cargo xtask bench site`, Kokkos, 16
-    /// questions, one session): each chunk's length in the postings shards
-    /// whose lists hold it, with only the lengths' sum here, took 32.1 KB
-    /// off the search shard but added 30.1 KB to the first question's 12
-    /// postings shards (a common term's list holds most chunks): bytes
-    /// before the first keyword results 386,157 -> 384,811, later
-    /// questions p50 43.6 -> 52.6 KB and max 72.0 -> 100.4 KB.
+    /// The largest column on a large codebase with fine codes (Kokkos,
+    /// 44,320 chunks: 29.1 KB deflated), and close to what those held: the
+    /// codes' entropy given the entity's kind and whether the chunk is one
+    /// part of several is 28.6 KB. Measured and left (`cargo xtask bench
+    /// site`, Kokkos, 16 questions, one session): each chunk's length in
+    /// the postings shards whose lists hold it, with only the lengths' sum
+    /// here, took 32.1 KB off the search shard but added 30.1 KB to the
+    /// first question's 12 postings shards (a common term's list holds
+    /// most chunks): bytes before the first keyword results 386,157 ->
+    /// 384,811, later questions p50 43.6 -> 52.6 KB and max 72.0 -> 100.4
+    /// KB.
     pub doc_len: Vec<u8>,
     /// The postings, edge and name shards, listed here rather than in the
     /// manifest (see [`ShardDirectory`]).
@@ -604,7 +607,7 @@ impl WebIndex {
                 ),
             });
         }
-        let doc_len = s.doc_len.iter().map(|&c| length_of_code(c)).collect();
+        let doc_len = s.doc_len.iter().map(|&c| lower_length(c)).collect();
         let lexical = LexicalIndex::in_runs(s.weights, runs, doc_len);
         let mut corpus = Corpus::with_features(data, None, lexical, t.features);
         corpus.graph = Graph::partial(&corpus.data.entities, &corpus.data.edges, edge_starts);

@@ -64,8 +64,10 @@ pub const WEB_MAGIC: [u8; 8] = *b"CGLOSSWB";
 /// chunk's text facts, only for the rows whose names it carries
 /// (`columns::SplitColumn`), an entity's kind and parent code share a
 /// byte (`columns::KindsAndParents`), and directories list their shards'
-/// hashes without their sizes.
-pub const WEB_FORMAT_VERSION: u32 = 20;
+/// hashes without their sizes; 21: the search shard stores a chunk's
+/// length as its [`crate::lexical::coarse_code`], and a chunk's text facts
+/// carry the fine [`crate::lexical::length_step`] within it.
+pub const WEB_FORMAT_VERSION: u32 = 21;
 
 /// Magic number, version and kind tag (with three zero bytes).
 const SHARD_HEADER: usize = 8 + 4 + 4;
