@@ -108,12 +108,12 @@ pub const NAME_ENTITIES_PER_SHARD: usize = 150;
 /// Explicit edge ends (an edge counts once for each of the two entities
 /// it joins) per edge shard: a question fetches the shards of the few
 /// entities its expansion and its answer look up. Measured by `cargo xtask
-/// bench site` against 384: bytes before the first keyword results on a
-/// 44k-chunk codebase 669,486 against 670,814 (its manifest lists 142
-/// shards instead of 52, 3.4 KB more), on a 7k-chunk one 425,074 against
-/// 420,534; later questions fetch fewer edge shards (shards that cover
-/// more entities are more often loaded already).
-pub const EDGE_ENDS_PER_SHARD: usize = 1_024;
+/// bench site` at web format 21 against 1,024 (10 cold questions each):
+/// the first question 260,715 -> 256,735 bytes on IPPL, 365,480 ->
+/// 363,081 on Kokkos; p50 261,319 -> 259,102 and 340,516 -> 341,159;
+/// later p50 / max 22.2 / 41.1 -> 22.7 / 39.0 KB and 42.2 / 73.5 -> 43.9 /
+/// 72.6 KB (the directory grows by 160 and 527 bytes).
+pub const EDGE_ENDS_PER_SHARD: usize = 512;
 
 /// What a shard holds.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
