@@ -6,8 +6,8 @@
 //! It exists because the browser needs one length for every chunk before
 //! its first result, while ranking reads a fine length for a few dozen
 //! chunks only. So keyword scores over all chunks (which chunks enter the
-//! pool, the best score, target alignment, supplementary chunks) use the
-//! coarse length, the search shard ships the coarse byte, and the fine
+//! pool, the best score, target alignment, file evidence, supplementary
+//! chunks) use the coarse length, the search shard ships the coarse byte, and the fine
 //! step travels with a chunk's other facts in its name shard
 //! ([`crate::retrieve::features::ChunkFeatures::length_step`]): the scores
 //! that re-ranking reads use the fine length. Natively the same two stages
