@@ -21,7 +21,7 @@ use crate::format::{decode_data_file, encode_data_file, DataKind};
 mod lengths;
 pub use lengths::{
     coarse_code, coarse_length, fine_code, length_code, length_of_code, length_step, lower_length,
-    FineScorer,
+    QueryScorer,
 };
 
 /// Words too common in questions and prose to help ranking.

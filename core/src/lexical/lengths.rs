@@ -137,30 +137,17 @@ impl LexicalIndex {
     /// Coarse scores of every chunk for a tokenised query (repeated query
     /// terms count once): lengths by their [`coarse_length`].
     pub fn scores(&self, query: &[String]) -> Vec<f32> {
-        let mut scores = vec![0f32; self.doc_len.len()];
-        if self.doc_len.is_empty() {
-            return scores;
-        }
-        let scorer = self.fine_scorer(query);
-        let norms: Vec<f32> = self
-            .doc_len
-            .iter()
-            .map(|&l| norm(coarse_length(coarse_code(length_code(l))), scorer.avg))
-            .collect();
-        for (idf, list) in &scorer.terms {
-            for &(chunk, tf8) in *list {
-                scores[chunk as usize] += term_score(*idf, tf8, norms[chunk as usize]);
-            }
-        }
-        scores
+        self.scorer(query).coarse_scores()
     }
 
-    /// What [`FineScorer::score`] needs of a tokenised query: its terms'
-    /// lists (repeated terms once) and the mean coarse length.
-    pub fn fine_scorer(&self, query: &[String]) -> FineScorer<'_> {
+    /// A tokenised query made ready to score, in both stages: its terms'
+    /// lists (repeated terms once) and the mean coarse length, looked up
+    /// once for [`QueryScorer::coarse_scores`] and every
+    /// [`QueryScorer::fine_score`]. Nothing is looked up in an empty index.
+    pub fn scorer(&self, query: &[String]) -> QueryScorer<'_> {
         let mut terms = Vec::new();
         let mut seen: Vec<&str> = Vec::new();
-        for t in query {
+        for t in query.iter().filter(|_| !self.doc_len.is_empty()) {
             if seen.contains(&t.as_str()) {
                 continue;
             }
@@ -169,26 +156,49 @@ impl LexicalIndex {
                 terms.push((self.idf(t), self.postings[id].as_slice()));
             }
         }
-        FineScorer {
+        QueryScorer {
+            index: self,
             avg: self.average_length(),
             terms,
         }
     }
 }
 
-/// A query's terms, ready to score single chunks at their fine length.
-pub struct FineScorer<'a> {
+/// A query's terms, ready to score every chunk at its coarse length or
+/// single chunks at their fine length ([`LexicalIndex::scorer`]).
+pub struct QueryScorer<'a> {
+    /// The index the terms were looked up in.
+    index: &'a LexicalIndex,
     /// The mean coarse length ([`LexicalIndex::average_length`]).
     avg: f32,
     /// Each distinct query term in the vocabulary: its idf and its list.
     terms: Vec<(f32, &'a [(u32, u16)])>,
 }
 
-impl FineScorer<'_> {
+impl QueryScorer<'_> {
+    /// The score of every chunk, by chunk id, with its [`coarse_length`].
+    pub fn coarse_scores(&self) -> Vec<f32> {
+        let doc_len = &self.index.doc_len;
+        let mut scores = vec![0f32; doc_len.len()];
+        if doc_len.is_empty() {
+            return scores;
+        }
+        let norms: Vec<f32> = doc_len
+            .iter()
+            .map(|&l| norm(coarse_length(coarse_code(length_code(l))), self.avg))
+            .collect();
+        for (idf, list) in &self.terms {
+            for &(chunk, tf8) in *list {
+                scores[chunk as usize] += term_score(*idf, tf8, norms[chunk as usize]);
+            }
+        }
+        scores
+    }
+
     /// The score of chunk `chunk` with the length of the fine code `fine`
     /// ([`fine_code`] of its coarse code and its [`length_step`]): as
-    /// [`LexicalIndex::scores`], with that length.
-    pub fn score(&self, chunk: u32, fine: u8) -> f32 {
+    /// [`QueryScorer::coarse_scores`], with that length.
+    pub fn fine_score(&self, chunk: u32, fine: u8) -> f32 {
         let norm = norm(length_of_code(fine), self.avg);
         let mut score = 0f32;
         for (idf, list) in &self.terms {
@@ -270,19 +280,20 @@ mod tests {
             vec![40, 400, 4000],
         );
         let q: Vec<String> = ["halo", "field", "halo", "mesh"].map(String::from).to_vec();
-        let coarse = ix.scores(&q);
-        let fine = ix.fine_scorer(&q);
+        let fine = ix.scorer(&q);
+        let coarse = fine.coarse_scores();
+        assert_eq!(coarse, ix.scores(&q));
         for c in 0..3u32 {
             let code = ix.coarse_code_of(c);
             // The middle step is the length the coarse scores read.
             let mid = fine_code(code, STEP_SPAN / 2);
-            assert_eq!(fine.score(c, mid), coarse[c as usize], "{c}");
+            assert_eq!(fine.fine_score(c, mid), coarse[c as usize], "{c}");
             // Within a band, a longer chunk scores less.
             let (first, last) = (fine_code(code, 0), fine_code(code, STEP_SPAN - 1));
-            assert!(fine.score(c, first) > fine.score(c, last), "{c}");
+            assert!(fine.fine_score(c, first) > fine.fine_score(c, last), "{c}");
         }
         // A chunk no token matches scores 0 at any length.
         let other = vec!["mesh".to_string()];
-        assert_eq!(ix.fine_scorer(&other).score(1, 100), 0.0);
+        assert_eq!(ix.scorer(&other).fine_score(1, 100), 0.0);
     }
 }

@@ -15,6 +15,7 @@ use super::dense::Dense;
 use super::{is_callable_chunk, is_noise, Corpus, Route, ScoreParts, Source};
 use super::{QuerySignals, RetrievalSettings};
 use crate::error::CoreError;
+use crate::lexical::QueryScorer;
 use crate::model::EntityKind;
 use crate::query::Intent;
 use crate::sort::sort_by;
@@ -92,19 +93,18 @@ impl Bm25 {
     /// fine lengths would fetch that file's names for them alone (IPPL,
     /// 100 questions, measured: the first question's name shards 3.8 ->
     /// 7.2 KB).
-    fn refine(&mut self, corpus: &Corpus, tokens: &[String], pool: &[Candidate]) {
-        let scorer = corpus.lexical.fine_scorer(tokens);
+    fn refine(&mut self, corpus: &Corpus, scorer: &QueryScorer<'_>, pool: &[Candidate]) {
         for c in pool.iter().map(|c| c.chunk) {
             if self.scores.get(c as usize).is_some_and(|&s| s > 0.0) {
                 self.fine
-                    .insert(c, scorer.score(c, corpus.length_code_of(c)));
+                    .insert(c, scorer.fine_score(c, corpus.length_code_of(c)));
             }
         }
         self.fine_max = self
             .fine
             .values()
             .copied()
-            .fold(None, |m: Option<f32>, s| Some(m.map_or(s, |m| m.max(s))))
+            .reduce(f32::max)
             .unwrap_or(BM25_MAX_WITHOUT_MATCHES)
             .max(BM25_MAX_FLOOR);
     }
@@ -191,7 +191,8 @@ pub(super) fn gather(
 
     // Dense and keyword candidates.
     let nearest = dense.search(settings.candidate_k)?;
-    let scores = corpus.lexical.scores(&signals.tokens);
+    let scorer = corpus.lexical.scorer(&signals.tokens);
+    let scores = scorer.coarse_scores();
     let mut bm25: Vec<(u32, f32)> = scores
         .iter()
         .enumerate()
@@ -229,7 +230,7 @@ pub(super) fn gather(
             pool.candidates[i].bm25_rank = Some(rank);
         }
     }
-    bm25_scores.refine(corpus, &signals.tokens, &pool.candidates);
+    bm25_scores.refine(corpus, &scorer, &pool.candidates);
     Ok((pool.candidates, bm25_scores))
 }
 
