@@ -78,7 +78,7 @@ async function sha256Hex(bytes) {
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-/** Whether `bytes` are the file the manifest describes (`want`: {bytes, sha256}; none: nothing to check). */
+/** Whether `bytes` are the file the manifest describes (`want`: {bytes, sha256, sealed}; none: nothing to check). */
 async function intact(bytes, want) {
   if (!want) return true;
   // A shard a directory lists comes with its hash only (bytes 0).
@@ -86,6 +86,18 @@ async function intact(bytes, want) {
   // Web Crypto (like the Cache API) exists only in secure contexts; without
   // it nothing is cached, and the engine checks every shard itself.
   if (!self.crypto?.subtle) return true;
+  // A sealed shard (one a directory lists) ends with its seal: the first
+  // 64 bits of the SHA-256 of its directory's key (`sha256`) and the bytes
+  // before the seal.
+  if (want.sealed) {
+    if (bytes.byteLength < 8 || want.sha256.length !== 16) return false;
+    const end = bytes.byteLength - 8;
+    const keyed = new Uint8Array(8 + end);
+    keyed.set(Uint8Array.from(want.sha256.match(/../g), (h) => parseInt(h, 16)));
+    keyed.set(bytes.subarray(0, end), 8);
+    const seal = Array.from(bytes.subarray(end), (b) => b.toString(16).padStart(2, '0')).join('');
+    return (await sha256Hex(keyed)).startsWith(seal);
+  }
   // A shard lists the first 64 bits of its SHA-256 (16 hex digits), a
   // model file the whole hash: the listed digits must open the computed ones.
   return want.sha256.length >= 16 && (await sha256Hex(bytes)).startsWith(want.sha256);
@@ -121,9 +133,10 @@ async function fetchBytes(url, { immutable, want = expected.get(url) }) {
   if (!(await intact(bytes, want))) {
     bytes = await download(url, 'reload');
     if (!(await intact(bytes, want))) {
-      const got = !want.bytes || bytes.byteLength === want.bytes ? `${bytes.byteLength} bytes whose sha256 differs` : `${bytes.byteLength} bytes`;
+      const got = !want.bytes || bytes.byteLength === want.bytes ? `${bytes.byteLength} bytes whose ${want.sealed ? 'seal fails' : 'sha256 differs'}` : `${bytes.byteLength} bytes`;
       const size = want.bytes ? `${want.bytes} bytes, ` : '';
-      throw new Damaged(`${url}: the server sends ${got}; the index lists ${size}sha256 ${want.sha256}`);
+      const listed = want.sealed ? `a shard sealed under key ${want.sha256}` : `${size}sha256 ${want.sha256}`;
+      throw new Damaged(`${url}: the server sends ${got}; the index lists ${listed}`);
     }
   }
   if (cache) {
@@ -136,7 +149,7 @@ async function fetchBytes(url, { immutable, want = expected.get(url) }) {
 // vector directory, a partition's shard, the text directory), checked
 // against the hash that listing gives, and its size where it gives one.
 function fetchListed(m) {
-  const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase() };
+  const want = { bytes: m.bytes, sha256: String(m.sha256).toLowerCase(), sealed: m.sealed === true };
   return fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
 }
 
@@ -248,10 +261,8 @@ function startSemantic() {
 // codes of probed vector partitions, the vectors of refined chunks.
 async function fetchNeeded(r) {
   await Promise.all([
-    ...r.need_shards.map(async (m) => {
-      const bytes = await fetchBytes(new URL(m.name, indexBase).href, { immutable: true });
-      engine.addShard(m.position, bytes);
-    }),
+    // Checked (by hash or seal) before they are cached or used.
+    ...r.need_shards.map(async (m) => engine.addShard(m.position, await fetchListed(m))),
     // Listed in the vector directory, not the manifest.
     ...r.need_partitions.map(async (m) => engine.addPartition(m.partition, await fetchListed(m))),
     // Listed in a loaded partition's shard.

@@ -433,6 +433,45 @@ check('damaged-shard', async () => {
   await damagedFileRecovers(shard, 'shard', 'damaged.png');
 });
 
+check('damaged-sealed-shard', async () => {
+  // The shards the search shard's directory lists (sealed, fetched for a
+  // question): damaged, the question is answered with the damage
+  // reported, nothing damaged stays in the browser, and once the files
+  // are fixed the same profile answers.
+  const dir = path.join(COPY_DIR, 'index/shards');
+  const files = fs.readdirSync(dir).filter((n) => /^postings-[0-9a-f]{16}-\d+\.bin$/.test(n)).map((n) => path.join(dir, n));
+  if (!files.length) fail('the site has no sealed postings shards');
+  const good = files.map((f) => fs.readFileSync(f));
+  const profile = await browser.newContext();
+  const problems = [];
+  try {
+    const p = await newPage(profile, 'damaged sealed shard');
+    try {
+      for (const [i, f] of files.entries()) {
+        const bad = Buffer.from(good[i]);
+        bad[bad.length >> 1] ^= 0xff;
+        fs.writeFileSync(f, bad);
+      }
+      await p.goto(COPY_URL);
+      const early = await ready(p);
+      if (early) problems.push(`before any question the widget says ${JSON.stringify(early)}`);
+      await p.locator('[data-testid="cg-input"]').fill('halo');
+      const said = await until(p, 'an alert for the damaged shards', () =>
+        document.querySelector('codegloss-search').shadowRoot.querySelector('[role="alert"] p')?.textContent || false);
+      if (said !== "This site's index is damaged; tell its maintainer.") problems.push(`with damaged postings shards the widget says ${JSON.stringify(said)}`);
+    } finally {
+      for (const [i, f] of files.entries()) fs.writeFileSync(f, good[i]);
+    }
+    await p.reload();
+    const alert = await ready(p);
+    if (alert) problems.push(`after the shards were fixed and the page reloaded, the widget says ${JSON.stringify(alert)}`);
+    else await search(p, 'halo');
+  } finally {
+    await profile.close();
+  }
+  if (problems.length) fail(problems.join('; '));
+});
+
 check('damaged-manifest', async () => {
   // The binary manifest the worker reads carries its own hash: a damaged
   // one is reported like a damaged shard, and once fixed the page works.

@@ -11,8 +11,8 @@ use codegloss_core::lexical::{coarse_code, length_code, lower_length, LexicalInd
 use codegloss_core::model::EntityKind;
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_core::web::{
-    build_site_index_with, shard_hash_hex, wire_reads_as_written, ShardInfo, ShardKind, SiteIndex,
-    WebIndex, WebManifest, SHARD_HASH_BYTES,
+    build_site_index_with, open_shard, shard_hash_hex, wire_reads_as_written, ShardInfo, ShardKind,
+    SiteIndex, WebIndex, WebManifest, SHARD_HASH_BYTES,
 };
 use codegloss_core::{CoreError, IndexData};
 use codegloss_indexer::{ingest::build, Config};
@@ -80,7 +80,7 @@ fn load_text_directory(w: &mut WebIndex, s: &SiteIndex) {
 }
 
 #[test]
-fn shards_are_content_addressed_and_sized() {
+fn shards_are_content_addressed_or_sealed() {
     let s = site();
     let m = &s.manifest;
     assert_eq!(m.shards_of(ShardKind::Search).count(), 1);
@@ -96,19 +96,49 @@ fn shards_are_content_addressed_and_sized() {
     assert!(!directory.is_empty());
     let written = m.shards.iter().chain(directory).chain(&s.text);
     assert_eq!(written.clone().count(), s.files.len());
-    let in_directory = m.shards.len()..m.shards.len() + directory.len();
+    let listed_apart = m.shards.len()..s.files.len();
     for (i, (info, (name, bytes))) in written.zip(&s.files).enumerate() {
         assert_eq!(&info.name, name);
-        assert_eq!(info.sha256, shard_hash_hex(bytes));
         assert_eq!(info.sha256.len(), 2 * SHARD_HASH_BYTES);
-        // The search shard's directory lists hashes without sizes.
-        let size = if in_directory.contains(&i) {
-            0
+        // The manifest's shards are named and checked by their hash; the
+        // directories' shards are sealed under their directory's key,
+        // named by it and their place, and listed without sizes.
+        if listed_apart.contains(&i) {
+            assert!(info.sealed, "{name}");
+            assert_eq!(info.bytes, 0);
+            assert!(name.contains(&format!("-{}-", info.sha256)), "{name}");
+            assert_ne!(info.sha256, shard_hash_hex(bytes));
         } else {
-            bytes.len() as u64
-        };
-        assert_eq!(info.bytes, size);
-        assert!(name.ends_with(&format!("{}.bin", info.sha256)));
+            assert!(!info.sealed, "{name}");
+            assert_eq!(info.sha256, shard_hash_hex(bytes));
+            assert_eq!(info.bytes, bytes.len() as u64);
+            assert!(name.ends_with(&format!("{}.bin", info.sha256)));
+        }
+        // Every shard opens as its entry says.
+        assert!(open_shard(info, bytes).is_ok(), "{name}");
+    }
+    // One key per directory: the search shard's, the text directory's.
+    let keys = |shards: &mut dyn Iterator<Item = &ShardInfo>| {
+        shards
+            .map(|s| s.sha256.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(keys(&mut directory.iter()).len(), 1);
+    assert_eq!(keys(&mut s.text.iter()).len(), 1);
+    // A place's name is unique per kind: `<kind>-<key>-<place>.bin`.
+    for (kind, n) in [
+        (
+            ShardKind::Postings,
+            all.shards_of(ShardKind::Postings).count(),
+        ),
+        (ShardKind::Names, all.shards_of(ShardKind::Names).count()),
+    ] {
+        let (_, last) = all.shards_of(kind).last().unwrap();
+        assert!(
+            last.name.ends_with(&format!("-{}.bin", n - 1)),
+            "{}",
+            last.name
+        );
     }
     // Postings shards cover every term exactly once, in order.
     let mut next = 0u32;

@@ -153,16 +153,16 @@ impl Engine {
 
     /// Retrieve for a question. `query_vector` is the embedded
     /// [`Engine::query_text`] (omit it for keyword and structure only).
-    /// Returns JSON `{need_shards: [{position, name, bytes, sha256}],
-    /// need_partitions: [{partition, name, bytes, sha256}], need_blocks:
-    /// [{block, name, bytes, sha256}]}` when shards listed in the manifest
+    /// Returns JSON `{need_shards: [{position, name, bytes, sha256, sealed}],
+    /// need_partitions: [{partition, name, bytes, sha256, sealed}], need_blocks:
+    /// [{block, name, bytes, sha256, sealed}]}` when shards listed in the manifest
     /// (the postings runs of some query terms and names, the qualified
     /// names, the names of some candidates' files, the edges of the
     /// entities expansion follows), the codes of some probed
     /// partitions or the vectors of some refined chunks must be fetched
     /// first (hand them to [`Engine::add_shard`], [`Engine::add_partition`]
     /// and [`Engine::add_block`] and search again), else `{chunks:
-    /// [...], files, missing: [{position, name, bytes, sha256}]}`:
+    /// [...], files, missing: [{position, name, bytes, sha256, sealed}]}`:
     /// `missing` lists the text shards to fetch and hand to
     /// [`Engine::add_text`] before [`Engine::cards`] and [`Engine::answer_context`]
     /// show their text (the text directory alone, until it is loaded: then
@@ -217,7 +217,7 @@ impl Engine {
     }
 
     /// The text shards still missing for these chunks (`[{position, name,
-    /// bytes, sha256}]` as JSON), so a page can load the text of the cards
+    /// bytes, sha256, sealed}]` as JSON), so a page can load the text of the cards
     /// in view first and the rest on demand. Until the text directory is
     /// loaded, that directory alone: add it with [`Engine::add_text`], then
     /// ask again.
@@ -357,7 +357,7 @@ impl Engine {
         })
     }
 
-    /// `[{position, name, bytes, sha256}]` of shards by manifest position:
+    /// `[{position, name, bytes, sha256, sealed}]` of shards by manifest position:
     /// what the worker fetches, checks and hands back (the text shards are
     /// listed in the text directory, not in the manifest the worker read).
     fn shard_refs(&self, positions: Vec<usize>) -> Value {
@@ -368,10 +368,12 @@ impl Engine {
     }
 }
 
-/// `{<key>: id, name, bytes, sha256}`: a shard as the worker fetches and
-/// checks it, with what the engine calls it.
+/// `{<key>: id, name, bytes, sha256, sealed}`: a shard as the worker
+/// fetches and checks it, with what the engine calls it (`sealed`: the
+/// shard ends with its seal under the key `sha256`, see
+/// `codegloss_core::web::ShardInfo`).
 fn listed(key: &str, id: usize, s: &ShardInfo) -> Value {
-    let mut v = json!({"name": s.name, "bytes": s.bytes, "sha256": s.sha256});
+    let mut v = json!({"name": s.name, "bytes": s.bytes, "sha256": s.sha256, "sealed": s.sealed});
     v[key] = json!(id);
     v
 }

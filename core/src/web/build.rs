@@ -14,7 +14,7 @@ use super::lookups::{key_entries, GlobalLookups, KeyEntry, RunLookups};
 use super::names::{blank_filed_rows, name_ranges, rows_by_range, NameShard};
 use super::postings::PostingsShard;
 use super::qualified::QualifiedShard;
-use super::shard::{encode_shard, shard, wrap_shard};
+use super::shard::{encode_shard, seal_shards, shard, wrap_shard};
 use super::tables::Tables;
 use super::textdir::text_directory_shard;
 use super::vectors;
@@ -130,6 +130,8 @@ pub fn build_site_index_with(
         info.files = Some(range);
         listed.push((info, bytes));
     }
+    // Named by the directory's key and their place, each with its seal.
+    seal_shards(&mut listed);
     let (listed_infos, listed_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = listed.into_iter().unzip();
     let search = SearchShard {
         tables,
@@ -208,10 +210,11 @@ pub fn build_site_index_with(
             raw = 0;
         }
     }
+    seal_shards(&mut texts);
     let (text, text_bytes): (Vec<ShardInfo>, Vec<Vec<u8>>) = texts.into_iter().unzip();
     shards.push(text_directory_shard(&text)?);
-    // The text directory's hash covers every text shard's, the search
-    // shard's every postings and edge shard's.
+    // The text directory's hash covers every text shard's (through its
+    // key), the search shard's every postings, edge and name shard's.
     let build_id = sha256_hex(
         shards
             .iter()

@@ -9,7 +9,8 @@
 //!   `codegloss.bin`, which the browser reads (`manifest_bin.rs`): the only
 //!   files a host must not cache for long;
 //! - immutable shards named by the first 64 bits of the SHA-256 of their
-//!   bytes ([`ShardHash`]), so hosts can cache them forever;
+//!   bytes ([`ShardHash`]), or, for those a directory lists, sealed under
+//!   its key (`seal_shards` in `shard.rs`), so hosts can cache them forever;
 //! - one *search* shard (metadata, graph, the keyword index's document
 //!   lengths and the text features retrieval ranks from, but no code,
 //!   gloss text, vocabulary, qualified names, or names of entities with a
@@ -68,8 +69,8 @@ pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
 use shard::decode_shard;
 pub use shard::{
-    open_shard, shard_hash, shard_hash_hex, wire_reads_as_written, ShardHash, SHARD_HASH_BYTES,
-    WEB_FORMAT_VERSION, WEB_MAGIC,
+    open_shard, shard_hash, shard_hash_hex, wire_reads_as_written, ShardHash, ShardInfo,
+    SHARD_HASH_BYTES, WEB_FORMAT_VERSION, WEB_MAGIC,
 };
 pub use tables::Tables;
 pub use textdir::{text_directory_shard, TextDirectory};
@@ -198,40 +199,6 @@ impl ShardKind {
         ShardKind::TextDirectory,
         ShardKind::Text,
     ];
-}
-
-/// One shard as the manifest lists it. Every field is written, `null` where
-/// it does not apply, so that the binary manifest (bincode, which cannot
-/// skip a field) stores it as it is.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct ShardInfo {
-    /// What it holds.
-    pub kind: ShardKind,
-    /// Path relative to the manifest: `shards/<kind>-<hash>.bin`.
-    pub name: String,
-    /// Size in bytes; 0 for a shard a directory lists (the search
-    /// shard's or the text directory), whose hash alone checks it.
-    pub bytes: u64,
-    /// The bytes' [`ShardHash`] (hex): the first 64 bits of their SHA-256.
-    pub sha256: String,
-    /// For text shards: the first and last chunk id it covers.
-    #[serde(default)]
-    pub chunks: Option<[u32; 2]>,
-    /// For postings shards: the first and last term id it covers.
-    #[serde(default)]
-    pub terms: Option<[u32; 2]>,
-    /// For postings shards: where its run of the vocabulary starts, the
-    /// shortest prefix of its first term that sorts after the last term of
-    /// the run before (the vocabulary's boundaries: a term lies in the last
-    /// shard whose start is not after it).
-    #[serde(default)]
-    pub first_term: Option<String>,
-    /// For edge shards: the first and last entity id it covers.
-    #[serde(default)]
-    pub entities: Option<[u32; 2]>,
-    /// For name shards: the first and last file id it covers.
-    #[serde(default)]
-    pub files: Option<[u32; 2]>,
 }
 
 /// A model file served with the site (query embedding in the browser).
@@ -741,17 +708,6 @@ crate::wire::wire_enum!(ShardKind {
     Qualified,
     TextDirectory,
     Names
-});
-crate::wire::wire_struct!(ShardInfo {
-    kind,
-    name,
-    bytes,
-    sha256,
-    chunks,
-    terms,
-    first_term,
-    entities,
-    files
 });
 crate::wire::wire_struct!(ModelFile {
     role,

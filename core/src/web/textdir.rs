@@ -1,12 +1,14 @@
-//! The text directory: the list of text shards (hash and chunk run
-//! of each), one shard of its own that the manifest lists in their place.
+//! The text directory: the list of text shards (the chunk run of each,
+//! sealed under one key), one shard of its own that the manifest lists in
+//! their place.
 //!
 //! It exists because a browser needs that list only to show text, after
 //! its first results, while the manifest is fetched before them: listed in
 //! the manifest, the text shards were half of its bytes on a large codebase
 //! (559 of 1,027 entries, each with a hash that does not compress). Here
-//! each costs its 16-byte hash and two small numbers, and arrives with the
-//! first text a question shows. The loading of text shards through it
+//! each costs the length of its run, and the directory arrives with the
+//! first text a question shows; the shards are sealed under the
+//! directory's key ([`super::shard::seal_shards`]), which it lists once. The loading of text shards through it
 //! ([`WebIndex::missing_text`], [`WebIndex::add_text`]) lives here too.
 
 use std::collections::BTreeSet;
@@ -15,7 +17,8 @@ use serde::Serialize;
 
 use crate::error::CoreError;
 
-use super::directory::Runs;
+use super::directory::{directory_key, Runs};
+use super::shard::ShardHash;
 use super::shard::{decode_shard, encode_shard, shard};
 use super::{ShardInfo, ShardKind, TextShard, WebIndex};
 
@@ -23,7 +26,9 @@ use super::{ShardInfo, ShardKind, TextShard, WebIndex};
 /// follow those of the shards before it, as many as its run says.
 #[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct TextDirectory {
-    /// Each shard's hash and number of chunks.
+    /// The key the shards are sealed under.
+    key: ShardHash,
+    /// Each shard's number of chunks.
     runs: Runs,
 }
 
@@ -31,7 +36,10 @@ impl TextDirectory {
     /// The directory of text shards that cover the chunks from 0 on, each
     /// run following the one before.
     pub(super) fn pack(shards: &[ShardInfo]) -> Result<Self, CoreError> {
-        let mut d = TextDirectory::default();
+        let mut d = TextDirectory {
+            key: directory_key(shards)?,
+            ..TextDirectory::default()
+        };
         let mut next = 0u64;
         for s in shards {
             let (Some(range), ShardKind::Text) = (s.chunks, s.kind) else {
@@ -48,7 +56,7 @@ impl TextDirectory {
     /// The text shards as the manifest would list them; they must cover
     /// exactly `chunks` chunks.
     pub(super) fn unpack(&self, chunks: usize) -> Result<Vec<ShardInfo>, CoreError> {
-        let runs = self.runs.unpack(ShardKind::Text)?;
+        let runs = self.runs.unpack(ShardKind::Text, &self.key)?;
         let next = runs.last().map_or(0, |(_, [_, last])| u64::from(*last) + 1);
         if next != chunks as u64 {
             return Err(CoreError::malformed(format!(
@@ -168,48 +176,39 @@ impl WebIndex {
 }
 
 // How the browser reads these types without serde (`crate::wire`).
-crate::wire::wire_struct!(TextDirectory { runs });
+crate::wire::wire_struct!(TextDirectory { key, runs });
 
 #[cfg(test)]
 mod tests {
-    use super::super::shard::SHARD_HASH_BYTES;
     use super::*;
 
-    fn text(first: u32, last: u32, fill: u8) -> ShardInfo {
-        ShardInfo::hashed(
-            ShardKind::Text,
-            hex::encode([fill; SHARD_HASH_BYTES]),
-            100 + u64::from(fill),
-            Some([first, last]),
-        )
+    fn text(first: u32, last: u32, place: usize) -> ShardInfo {
+        ShardInfo {
+            chunks: Some([first, last]),
+            ..ShardInfo::sealed(ShardKind::Text, "00ff".repeat(4), place)
+        }
     }
 
     #[test]
     fn round_trips_and_checks_its_coverage() {
-        let shards = vec![text(0, 4, 1), text(5, 5, 2), text(6, 9, 3)];
+        let shards = vec![text(0, 4, 0), text(5, 5, 1), text(6, 9, 2)];
         let d = TextDirectory::pack(&shards).unwrap();
-        // Everything but the sizes (not listed: the hashes check them).
-        let sizeless: Vec<ShardInfo> = shards
-            .into_iter()
-            .map(|s| ShardInfo { bytes: 0, ..s })
-            .collect();
-        assert_eq!(d.unpack(10).unwrap(), sizeless);
+        assert_eq!(d.unpack(10).unwrap(), shards);
         // Too few or too many chunks for the index.
         assert!(d.unpack(9).is_err());
         assert!(d.unpack(11).is_err());
         // A gap, an overlap or another kind is refused when packing.
-        assert!(TextDirectory::pack(&[text(0, 4, 1), text(6, 9, 3)]).is_err());
-        assert!(TextDirectory::pack(&[text(0, 4, 1), text(4, 9, 3)]).is_err());
-        let mut other = text(0, 9, 1);
+        assert!(TextDirectory::pack(&[text(0, 4, 0), text(6, 9, 1)]).is_err());
+        assert!(TextDirectory::pack(&[text(0, 4, 0), text(4, 9, 1)]).is_err());
+        let mut other = text(0, 9, 0);
         other.kind = ShardKind::Postings;
         assert!(TextDirectory::pack(&[other]).is_err());
-        // Columns of different lengths or an empty run decode to errors
-        // (`Runs` is checked in `directory.rs`); so does a run past the
-        // last chunk.
+        // No runs decode to an error (`Runs` is checked in
+        // `directory.rs`); so does a run past the last chunk.
         let mut bad = d;
         bad.runs = Runs::default();
         assert!(bad.unpack(10).is_err());
-        assert!(TextDirectory::pack(&[text(0, 12, 1)])
+        assert!(TextDirectory::pack(&[text(0, 12, 0)])
             .unwrap()
             .unpack(10)
             .is_err());

@@ -4,7 +4,8 @@
 //! loopback).
 //!
 //! The site needs no server of ours: any static host works. Shards are
-//! named by content hash and served as immutable; the manifest
+//! named by content hash (or by their directory's key and place) and
+//! served as immutable; the manifest
 //! (`index/codegloss.json`) is revalidated on every load.
 
 pub mod serve;
@@ -239,12 +240,25 @@ fn is_shard_name(name: &str) -> bool {
     let Some((kind, hash)) = stem.rsplit_once('-') else {
         return false;
     };
+    let hex = |h: &str, lengths: &[usize]| {
+        lengths.contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    let is_kind = |k: &str| ShardKind::ALL.iter().any(|x| x.as_str() == k);
     // A [`ShardHash`](codegloss_core::web::ShardHash) names shards since web
     // format 9 (128 bits until format 18); older sites named them by the
-    // whole SHA-256.
-    ShardKind::ALL.iter().any(|k| k.as_str() == kind)
-        && [2 * SHARD_HASH_BYTES, 32, 64].contains(&hash.len())
-        && hash.bytes().all(|b| b.is_ascii_hexdigit())
+    // whole SHA-256. Since format 22 a directory's shards are named by its
+    // key and their place (`<kind>-<key>-<place>`).
+    if is_kind(kind) {
+        return hex(hash, &[2 * SHARD_HASH_BYTES, 32, 64]);
+    }
+    let place = hash;
+    let Some((kind, key)) = kind.rsplit_once('-') else {
+        return false;
+    };
+    is_kind(kind)
+        && hex(key, &[2 * SHARD_HASH_BYTES])
+        && !place.is_empty()
+        && place.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Write the static site for the index in `index_dir` into `site_dir`.
@@ -531,6 +545,9 @@ mod tests {
     fn shard_names() {
         let h = "a".repeat(64);
         assert!(is_shard_name(&format!("text-{h}.bin")));
+        assert!(is_shard_name("names-0123456789abcdef-17.bin"));
+        assert!(!is_shard_name("names-0123456789abcdef-x7.bin"));
+        assert!(!is_shard_name("notes-0123456789abcdef-7.bin"));
         assert!(!is_shard_name("notes.bin"));
         assert!(!is_shard_name(&format!("text-{h}.json")));
     }
