@@ -103,6 +103,56 @@ async function intact(bytes, want) {
   return want.sha256.length >= 16 && (await sha256Hex(bytes)).startsWith(want.sha256);
 }
 
+// A shard's envelope: magic, version and kind (16 bytes), then a raw
+// deflate stream, then, for a sealed shard and the binary manifest, the
+// 8-byte seal or hash.
+const ENVELOPE_HEADER = 16;
+const TRAILER = 8;
+// As core's INFLATE_LIMIT: a payload past it is refused, not inflated whole.
+const INFLATE_LIMIT = 1 << 28;
+
+// The payload of a shard's (or the binary manifest's) `bytes`, inflated by
+// the browser: the search module carries no inflater and takes it with the
+// bytes, which it checks first. `trailer`: bytes after the deflate stream.
+// A stream that does not inflate gives an empty payload, which the engine
+// refuses after its own checks of the bytes.
+async function inflated(bytes, trailer = 0) {
+  const end = bytes.byteLength - trailer;
+  if (end < ENVELOPE_HEADER) return new Uint8Array(0);
+  const reader = new Blob([bytes.subarray(ENVELOPE_HEADER, end)]).stream()
+    .pipeThrough(new DecompressionStream('deflate-raw')).getReader();
+  const parts = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > INFLATE_LIMIT) {
+        await reader.cancel().catch(() => {});
+        return new Uint8Array(0);
+      }
+      parts.push(value);
+    }
+  } catch {
+    return new Uint8Array(0);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+// A listed shard's bytes with their payload: the arguments the engine's
+// `add*` methods take after the shard's id.
+async function fetchShard(m) {
+  const bytes = await fetchListed(m);
+  return [bytes, await inflated(bytes, m.sealed ? TRAILER : 0)];
+}
+
 async function download(url, mode) {
   let response;
   try {
@@ -164,13 +214,14 @@ async function open(indexUrl) {
     fetchBytes(new URL(MANIFEST_BIN, indexBase).href, { immutable: false }),
   ]);
   // Throws, with what is wrong, on a damaged manifest.
-  const listing = JSON.parse(manifestFiles(manifest));
+  const manifestPayload = await inflated(manifest, TRAILER);
+  const listing = JSON.parse(manifestFiles(manifest, manifestPayload));
   for (const f of listing.files) {
     expected.set(new URL(f.name, indexBase).href, { bytes: f.bytes, sha256: String(f.sha256).toLowerCase() });
   }
   const search = await fetchBytes(new URL(listing.search, indexBase).href, { immutable: true });
   // It ranks with the settings the manifest carries (those of `codegloss query`).
-  engine = new Engine(manifest, search);
+  engine = new Engine(manifest, manifestPayload, search, await inflated(search));
   const info = JSON.parse(engine.info());
   const why = semanticUnavailable(info);
   post({ type: FROM_WORKER.ready, info: { ...info, semantic: why ? SEMANTIC.off : SEMANTIC.pending, semantic_message: why || '' } });
@@ -219,8 +270,9 @@ async function loadSemantic() {
     ort.env.wasm.wasmBinary = await fetchBytes(binary, { immutable: true });
     const session = await ort.InferenceSession.create(model, { executionProviders: ['wasm'] });
     const encoder = new embedModule.QueryEncoder(tokenizer, engine.embeddingSpec());
-    if (info.vectors) engine.addVectors(vectors);
-    else engine.addVectorDirectory(vectors);
+    const vectorsPayload = await inflated(vectors);
+    if (info.vectors) engine.addVectors(vectors, vectorsPayload);
+    else engine.addVectorDirectory(vectors, vectorsPayload);
     const preferred = ['last_hidden_state', 'token_embeddings', 'sentence_embedding'];
     const output = preferred.find((n) => session.outputNames.includes(n)) || session.outputNames[0];
     semantic = { ort, session, encoder, output };
@@ -262,11 +314,11 @@ function startSemantic() {
 async function fetchNeeded(r) {
   await Promise.all([
     // Checked (by hash or seal) before they are cached or used.
-    ...r.need_shards.map(async (m) => engine.addShard(m.position, await fetchListed(m))),
+    ...r.need_shards.map(async (m) => engine.addShard(m.position, ...(await fetchShard(m)))),
     // Listed in the vector directory, not the manifest.
-    ...r.need_partitions.map(async (m) => engine.addPartition(m.partition, await fetchListed(m))),
+    ...r.need_partitions.map(async (m) => engine.addPartition(m.partition, ...(await fetchShard(m)))),
     // Listed in a loaded partition's shard.
-    ...r.need_blocks.map(async (m) => engine.addBlock(m.block, await fetchListed(m))),
+    ...r.need_blocks.map(async (m) => engine.addBlock(m.block, ...(await fetchShard(m)))),
   ]);
 }
 
@@ -298,7 +350,7 @@ async function loadText(chunks) {
   for (let round = 0; round < 2; round++) {
     const missing = JSON.parse(engine.missingText(Uint32Array.from(chunks)));
     if (missing.length === 0) break;
-    await Promise.all(missing.map(async (m) => engine.addText(m.position, await fetchListed(m))));
+    await Promise.all(missing.map(async (m) => engine.addText(m.position, ...(await fetchShard(m)))));
     fetched += missing.length;
   }
   return fetched;

@@ -268,7 +268,7 @@ fn damaged_or_misplaced_partitions_and_blocks_are_typed_errors() {
     assert!(loaded(&w).iter().all(|l| !l));
     // A refine block is known only once its partition is loaded.
     assert!(matches!(
-        w.add_block(0, b"anything"),
+        w.add_block(0, &b"anything"[..]),
         Err(CoreError::Manifest { .. })
     ));
     w.add_partition(0, bytes_of(&s, &first)).unwrap();

@@ -7,14 +7,17 @@
 //! checks the answer's citations.
 //!
 //! The worker owns I/O: it fetches the manifest and shards (with the Cache
-//! API) and hands their bytes in; this side verifies every byte against
-//! the manifest before use. Every failure is a JavaScript `Error` with a
+//! API), inflates each shard's payload with the browser's
+//! `DecompressionStream`, and hands both in (`bytes`, `payload`): this
+//! module carries no inflater (core without its `inflate` feature), and
+//! verifies every file's bytes against the manifest, or its seal, before
+//! it reads the payload. Every failure is a JavaScript `Error` with a
 //! readable message.
 
 use codegloss_core::answer::build_context_estimated;
 use codegloss_core::embed::query_prompt;
 use codegloss_core::retrieve::{retrieve, Retrieval};
-use codegloss_core::web::{Missing, ShardInfo, ShardKind, WebIndex, WebManifest};
+use codegloss_core::web::{Fetched, Missing, ShardInfo, ShardKind, WebIndex, WebManifest};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 
@@ -22,14 +25,15 @@ fn js_error(context: &str, e: impl std::fmt::Display) -> JsError {
     JsError::new(&format!("{context}: {e}"))
 }
 
-/// What the worker needs from a manifest (`codegloss.bin` bytes) before it
-/// opens the engine: `{search, files: [{name, bytes, sha256}]}`, the search
-/// shard's path and every file the manifest lists (shards and model files,
-/// relative to it), so each is checked against its size and hash on
-/// arrival.
+/// What the worker needs from a manifest (`codegloss.bin` bytes, and its
+/// `payload` inflated) before it opens the engine: `{search, files:
+/// [{name, bytes, sha256}]}`, the search shard's path and every file the
+/// manifest lists (shards and model files, relative to it), so each is
+/// checked against its size and hash on arrival.
 #[wasm_bindgen(js_name = manifestFiles)]
-pub fn manifest_files(manifest: &[u8]) -> Result<String, JsError> {
-    let m = WebManifest::from_binary(manifest).map_err(|e| js_error("index manifest", e))?;
+pub fn manifest_files(manifest: &[u8], payload: &[u8]) -> Result<String, JsError> {
+    let m = WebManifest::from_binary(Fetched::inflated(manifest, payload))
+        .map_err(|e| js_error("index manifest", e))?;
     let search = m
         .search_shard()
         .map_err(|e| js_error("index manifest", e))?;
@@ -53,13 +57,20 @@ pub struct Engine {
 #[wasm_bindgen]
 impl Engine {
     /// Open an index from its manifest (`codegloss.bin` bytes) and the
-    /// search shard's bytes. It ranks with the manifest's retrieval
-    /// settings, those `codegloss query` uses on the same index.
+    /// search shard's bytes, each with its payload inflated. It ranks with
+    /// the manifest's retrieval settings, those `codegloss query` uses on
+    /// the same index.
     #[wasm_bindgen(constructor)]
-    pub fn new(manifest: &[u8], search: &[u8]) -> Result<Engine, JsError> {
-        let manifest =
-            WebManifest::from_binary(manifest).map_err(|e| js_error("index manifest", e))?;
-        let index = WebIndex::open(manifest, search).map_err(|e| js_error("index", e))?;
+    pub fn new(
+        manifest: &[u8],
+        manifest_payload: &[u8],
+        search: &[u8],
+        search_payload: &[u8],
+    ) -> Result<Engine, JsError> {
+        let manifest = WebManifest::from_binary(Fetched::inflated(manifest, manifest_payload))
+            .map_err(|e| js_error("index manifest", e))?;
+        let index = WebIndex::open(manifest, Fetched::inflated(search, search_payload))
+            .map_err(|e| js_error("index", e))?;
         Ok(Engine { index, last: None })
     }
 
@@ -96,9 +107,9 @@ impl Engine {
     /// Add the vectors shard's bytes: later searches use dense retrieval
     /// when given a query vector.
     #[wasm_bindgen(js_name = addVectors)]
-    pub fn add_vectors(&mut self, bytes: &[u8]) -> Result<(), JsError> {
+    pub fn add_vectors(&mut self, bytes: &[u8], payload: &[u8]) -> Result<(), JsError> {
         self.index
-            .add_vectors(bytes)
+            .add_vectors(Fetched::inflated(bytes, payload))
             .map_err(|e| js_error("vectors", e))
     }
 
@@ -106,25 +117,30 @@ impl Engine {
     /// 0`): later searches probe its partitions and name those to fetch in
     /// `need_partitions`.
     #[wasm_bindgen(js_name = addVectorDirectory)]
-    pub fn add_vector_directory(&mut self, bytes: &[u8]) -> Result<(), JsError> {
+    pub fn add_vector_directory(&mut self, bytes: &[u8], payload: &[u8]) -> Result<(), JsError> {
         self.index
-            .add_vector_directory(bytes)
+            .add_vector_directory(Fetched::inflated(bytes, payload))
             .map_err(|e| js_error("vector directory", e))
     }
 
     /// Add a partition shard's bytes (`partition` from `need_partitions`).
     #[wasm_bindgen(js_name = addPartition)]
-    pub fn add_partition(&mut self, partition: usize, bytes: &[u8]) -> Result<(), JsError> {
+    pub fn add_partition(
+        &mut self,
+        partition: usize,
+        bytes: &[u8],
+        payload: &[u8],
+    ) -> Result<(), JsError> {
         self.index
-            .add_partition(partition, bytes)
+            .add_partition(partition, Fetched::inflated(bytes, payload))
             .map_err(|e| js_error("vector partition", e))
     }
 
     /// Add a refine block's bytes (`block` from `need_blocks`).
     #[wasm_bindgen(js_name = addBlock)]
-    pub fn add_block(&mut self, block: usize, bytes: &[u8]) -> Result<(), JsError> {
+    pub fn add_block(&mut self, block: usize, bytes: &[u8], payload: &[u8]) -> Result<(), JsError> {
         self.index
-            .add_block(block, bytes)
+            .add_block(block, Fetched::inflated(bytes, payload))
             .map_err(|e| js_error("vector block", e))
     }
 
@@ -231,18 +247,28 @@ impl Engine {
     /// `need_shards`): a postings run, the qualified names, a name shard
     /// or an edge shard.
     #[wasm_bindgen(js_name = addShard)]
-    pub fn add_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
+    pub fn add_shard(
+        &mut self,
+        position: usize,
+        bytes: &[u8],
+        payload: &[u8],
+    ) -> Result<(), JsError> {
         self.index
-            .add_shard(position, bytes)
+            .add_shard(position, Fetched::inflated(bytes, payload))
             .map_err(|e| js_error("index shard", e))
     }
 
     /// Add a text shard's or the text directory's bytes (`position` from
     /// `missing`).
     #[wasm_bindgen(js_name = addText)]
-    pub fn add_text(&mut self, position: usize, bytes: &[u8]) -> Result<(), JsError> {
+    pub fn add_text(
+        &mut self,
+        position: usize,
+        bytes: &[u8],
+        payload: &[u8],
+    ) -> Result<(), JsError> {
         self.index
-            .add_text(position, bytes)
+            .add_text(position, Fetched::inflated(bytes, payload))
             .map_err(|e| js_error("index text", e))
     }
 

@@ -30,7 +30,7 @@ use crate::error::CoreError;
 use crate::model::{Edge, EdgeKind, Entity, EntityKind};
 
 use super::columns::{step, unstep};
-use super::shard::decode_shard;
+use super::shard::{decode_shard, Fetched};
 use super::{ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
 
 /// The search shard's part of the graph: whether implied edges are left
@@ -277,7 +277,11 @@ impl WebIndex {
     }
 
     /// Add an edge shard (its position in the manifest's shard list).
-    pub(super) fn add_edges(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    pub(super) fn add_edges(
+        &mut self,
+        position: usize,
+        bytes: Fetched<'_>,
+    ) -> Result<(), CoreError> {
         let info = self.shard_at(position, ShardKind::Edges)?;
         let shard: EdgeShard = decode_shard(&info, bytes)?;
         let data = &mut self.corpus.data;

@@ -19,7 +19,9 @@
 
 use serde::Serialize;
 
-use super::shard::{decode_payload, open_envelope, shard_hash, wrap_envelope, SHARD_HASH_BYTES};
+use super::shard::{
+    decode_payload, open_envelope, shard_hash, wrap_envelope, Fetched, SHARD_HASH_BYTES,
+};
 use super::{ModelFile, ShardInfo, WebManifest, WEB_FORMAT_VERSION};
 use crate::embed::{EmbeddingSpec, Quantization};
 use crate::error::CoreError;
@@ -95,7 +97,8 @@ impl WebManifest {
 
     /// Read the binary form: its own hash, the envelope, the payload, then
     /// the format name and version, as [`WebManifest::from_json`] checks.
-    pub fn from_binary(bytes: &[u8]) -> Result<Self, CoreError> {
+    pub fn from_binary<'a>(manifest: impl Into<Fetched<'a>>) -> Result<Self, CoreError> {
+        let Fetched { bytes, inflated } = manifest.into();
         let file = WEB_MANIFEST_BIN;
         let Some(body_len) = bytes.len().checked_sub(SHARD_HASH_BYTES) else {
             return Err(CoreError::Truncated {
@@ -113,7 +116,15 @@ impl WebManifest {
                 computed: hex::encode(computed),
             });
         }
-        let payload = open_envelope(file, MANIFEST_TAG, "manifest", body)?;
+        let payload = open_envelope(
+            file,
+            MANIFEST_TAG,
+            "manifest",
+            Fetched {
+                bytes: body,
+                inflated,
+            },
+        )?;
         let r: Record = decode_payload(file, &payload)?;
         if r.format != Self::FORMAT_NAME {
             return Err(CoreError::Manifest {

@@ -68,6 +68,7 @@ pub use names::NameShard;
 pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
 use shard::decode_shard;
+pub use shard::Fetched;
 pub use shard::{
     open_shard, shard_hash, shard_hash_hex, wire_reads_as_written, ShardHash, ShardInfo,
     SHARD_HASH_BYTES, WEB_FORMAT_VERSION, WEB_MAGIC,
@@ -514,9 +515,12 @@ pub struct WebIndex {
 
 impl WebIndex {
     /// Open from the manifest and the search shard's bytes.
-    pub fn open(mut manifest: WebManifest, search: &[u8]) -> Result<Self, CoreError> {
+    pub fn open<'a>(
+        mut manifest: WebManifest,
+        search: impl Into<Fetched<'a>>,
+    ) -> Result<Self, CoreError> {
         let info = manifest.search_shard()?.clone();
-        let s: SearchShard = decode_shard(&info, search)?;
+        let s: SearchShard = decode_shard(&info, search.into())?;
         let inconsistent = |message: String| CoreError::Inconsistent {
             file: info.name.clone(),
             message,
@@ -605,7 +609,7 @@ impl WebIndex {
     }
 
     /// Add the vectors (semantic search).
-    pub fn add_vectors(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
+    pub fn add_vectors<'a>(&mut self, bytes: impl Into<Fetched<'a>>) -> Result<(), CoreError> {
         let info = self
             .manifest
             .vectors_shard()

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::columns::{Budget, DiffColumn, OptDiffColumn};
 use super::predict::{predict_chunk, predict_name, predict_qualified};
-use super::shard::decode_shard;
+use super::shard::{decode_shard, Fetched};
 use super::{ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
 use crate::error::CoreError;
 use crate::model::{Chunk, Entity, SourceFile};
@@ -292,7 +292,11 @@ pub(super) fn name_ranges(
 
 impl WebIndex {
     /// Add a name shard (its position in the manifest's shard list).
-    pub(super) fn add_names(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    pub(super) fn add_names(
+        &mut self,
+        position: usize,
+        bytes: Fetched<'_>,
+    ) -> Result<(), CoreError> {
         let info = self.shard_at(position, ShardKind::Names)?;
         let shard: NameShard = decode_shard(&info, bytes)?;
         if Some(shard.range) != info.files {

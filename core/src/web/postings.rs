@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::shard::decode_shard;
+use super::shard::{decode_shard, Fetched};
 use super::{columns, QualifiedShard, RunLookups, ShardKind, WebIndex, WebManifest, WEB_MANIFEST};
 use crate::error::CoreError;
 
@@ -152,7 +152,12 @@ impl WebIndex {
     /// Add a shard that [`WebIndex::missing`] named (its position in the
     /// manifest's shard list): a postings shard, the qualified-names shard,
     /// a name shard or an edge shard.
-    pub fn add_shard(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    pub fn add_shard<'a>(
+        &mut self,
+        position: usize,
+        bytes: impl Into<Fetched<'a>>,
+    ) -> Result<(), CoreError> {
+        let bytes = bytes.into();
         match self.manifest.shards.get(position).map(|s| s.kind) {
             Some(ShardKind::Qualified) => self.add_qualified(position, bytes),
             Some(ShardKind::Edges) => self.add_edges(position, bytes),
@@ -162,7 +167,7 @@ impl WebIndex {
     }
 
     /// Add the qualified-names shard.
-    fn add_qualified(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    fn add_qualified(&mut self, position: usize, bytes: Fetched<'_>) -> Result<(), CoreError> {
         let info = self.shard_at(position, ShardKind::Qualified)?;
         let q: QualifiedShard = decode_shard(&info, bytes)?;
         let (names, lists) = q.unpack().map_err(|e| e.in_file(&info.name))?;
@@ -173,7 +178,7 @@ impl WebIndex {
     }
 
     /// Add a postings shard: a run of the vocabulary with its lists.
-    fn add_postings(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    fn add_postings(&mut self, position: usize, bytes: Fetched<'_>) -> Result<(), CoreError> {
         let info = self.shard_at(position, ShardKind::Postings)?;
         let p: PostingsShard = decode_shard(&info, bytes)?;
         let n = self.corpus.data.chunks.len();

@@ -19,7 +19,7 @@ use crate::error::CoreError;
 
 use super::directory::{directory_key, Runs};
 use super::shard::ShardHash;
-use super::shard::{decode_shard, encode_shard, shard};
+use super::shard::{decode_shard, encode_shard, shard, Fetched};
 use super::{ShardInfo, ShardKind, TextShard, WebIndex};
 
 /// The text shards, in chunk order: shard `i` covers the chunks that
@@ -129,7 +129,12 @@ impl WebIndex {
 
     /// Add a text shard, or the text directory (its position in the
     /// manifest's shard list, from [`WebIndex::missing_text`]).
-    pub fn add_text(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    pub fn add_text<'a>(
+        &mut self,
+        position: usize,
+        bytes: impl Into<Fetched<'a>>,
+    ) -> Result<(), CoreError> {
+        let bytes = bytes.into();
         if self.manifest.shards.get(position).map(|s| s.kind) == Some(ShardKind::TextDirectory) {
             return self.add_text_directory(position, bytes);
         }
@@ -162,7 +167,7 @@ impl WebIndex {
 
     /// Add the text directory: its text shards join the manifest's list
     /// (once; a second copy changes nothing).
-    fn add_text_directory(&mut self, position: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    fn add_text_directory(&mut self, position: usize, bytes: Fetched<'_>) -> Result<(), CoreError> {
         let info = self.shard_at(position, ShardKind::TextDirectory)?;
         let d: TextDirectory = decode_shard(&info, bytes)?;
         let text = d

@@ -14,7 +14,7 @@
 
 use serde::Serialize;
 
-use super::shard::{decode_shard, encode_shard, shard, ShardHash, SHARD_HASH_BYTES};
+use super::shard::{decode_shard, encode_shard, shard, Fetched, ShardHash, SHARD_HASH_BYTES};
 use super::{ShardInfo, ShardKind, WebIndex, WEB_MANIFEST};
 use crate::embed::{EmbeddingSpec, Quantization};
 use crate::error::CoreError;
@@ -237,7 +237,7 @@ fn points(v: &VectorIndex) -> Points {
 fn decode_listed<T: crate::wire::Wire>(
     info: Option<&ShardInfo>,
     unlisted: impl FnOnce() -> String,
-    bytes: &[u8],
+    bytes: Fetched<'_>,
 ) -> Result<(ShardInfo, T), CoreError> {
     let info = info.cloned().ok_or_else(|| CoreError::Manifest {
         message: unlisted(),
@@ -267,7 +267,10 @@ impl WebIndex {
     /// Add the vector directory: later searches probe its partitions, and
     /// [`WebIndex::missing_partitions`] and [`WebIndex::missing_blocks`]
     /// name those to fetch.
-    pub fn add_vector_directory(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
+    pub fn add_vector_directory<'a>(
+        &mut self,
+        bytes: impl Into<Fetched<'a>>,
+    ) -> Result<(), CoreError> {
         let info = self
             .manifest
             .vector_directory()
@@ -275,7 +278,7 @@ impl WebIndex {
                 message: format!("{WEB_MANIFEST}: the index has no vector directory"),
             })?
             .clone();
-        let d: VectorDirectory = decode_shard(&info, bytes)?;
+        let d: VectorDirectory = decode_shard(&info, bytes.into())?;
         let n = self.corpus.data.chunks.len();
         let bad = |message: String| CoreError::Inconsistent {
             file: info.name.clone(),
@@ -343,11 +346,15 @@ impl WebIndex {
     }
 
     /// Add partition `p`'s shard: its chunks' codes, and its blocks' list.
-    pub fn add_partition(&mut self, p: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    pub fn add_partition<'a>(
+        &mut self,
+        p: usize,
+        bytes: impl Into<Fetched<'a>>,
+    ) -> Result<(), CoreError> {
         let (info, part): (_, PartitionShard) = decode_listed(
             self.vector_shards.partitions.get(p),
             || format!("the vector directory lists no partition {p}"),
-            bytes,
+            bytes.into(),
         )?;
         let bad = inconsistent(&info);
         let pv = self
@@ -388,11 +395,15 @@ impl WebIndex {
     }
 
     /// Add refine block `b`'s shard: the vectors of its chunks.
-    pub fn add_block(&mut self, b: usize, bytes: &[u8]) -> Result<(), CoreError> {
+    pub fn add_block<'a>(
+        &mut self,
+        b: usize,
+        bytes: impl Into<Fetched<'a>>,
+    ) -> Result<(), CoreError> {
         let (info, block): (_, BlockShard) = decode_listed(
             self.block_shard(b),
             || format!("no loaded partition lists refine block {b}"),
-            bytes,
+            bytes.into(),
         )?;
         let bad = inconsistent(&info);
         let pv = self
