@@ -119,8 +119,13 @@ const INFLATE_LIMIT = 1 << 28;
 async function inflated(bytes, trailer = 0) {
   const end = bytes.byteLength - trailer;
   if (end < ENVELOPE_HEADER) return new Uint8Array(0);
-  const reader = new Blob([bytes.subarray(ENVELOPE_HEADER, end)]).stream()
-    .pipeThrough(new DecompressionStream('deflate-raw')).getReader();
+  let inflater;
+  try {
+    inflater = new DecompressionStream('deflate-raw');
+  } catch {
+    throw new Error('this browser cannot inflate the index (it lacks DecompressionStream with deflate-raw: Chrome and Edge 103, Firefox 113, Safari 16.4 and later have it)');
+  }
+  const reader = new Blob([bytes.subarray(ENVELOPE_HEADER, end)]).stream().pipeThrough(inflater).getReader();
   const parts = [];
   let total = 0;
   try {

@@ -17,9 +17,13 @@
 use codegloss_core::answer::build_context_estimated;
 use codegloss_core::embed::query_prompt;
 use codegloss_core::retrieve::{retrieve, Retrieval};
-use codegloss_core::web::{Fetched, Missing, ShardInfo, ShardKind, WebIndex, WebManifest};
-use serde_json::{json, Value};
+use codegloss_core::web::{Fetched, Missing, ShardKind, WebIndex, WebManifest};
 use wasm_bindgen::prelude::*;
+
+use crate::out::{
+    json, AnswerContext, Card, Counts, Embedding, FileRef, Found, Info, Listed, Listing, Need,
+    NeedText,
+};
 
 fn js_error(context: &str, e: impl std::fmt::Display) -> JsError {
     JsError::new(&format!("{context}: {e}"))
@@ -37,14 +41,21 @@ pub fn manifest_files(manifest: &[u8], payload: &[u8]) -> Result<String, JsError
     let search = m
         .search_shard()
         .map_err(|e| js_error("index manifest", e))?;
-    let files: Vec<_> = m
+    let files = m
         .shards
         .iter()
         .map(|s| (&s.name, s.bytes, &s.sha256))
         .chain(m.model_files.iter().map(|f| (&f.name, f.bytes, &f.sha256)))
-        .map(|(name, bytes, sha256)| json!({"name": name, "bytes": bytes, "sha256": sha256}))
+        .map(|(name, bytes, sha256)| FileRef {
+            name,
+            bytes,
+            sha256,
+        })
         .collect();
-    Ok(json!({"search": search.name, "files": files}).to_string())
+    Ok(json(&Listing {
+        search: &search.name,
+        files,
+    }))
 }
 
 /// A loaded index and the last retrieval.
@@ -78,30 +89,29 @@ impl Engine {
     /// vectors, the model files and the vectors shard.
     pub fn info(&self) -> String {
         let m = &self.index.manifest;
-        json!({
-            "build_id": m.build_id,
-            "tool_version": m.tool_version,
-            "counts": {
-                "files": m.counts.files,
-                "entities": m.counts.entities,
-                "chunks": m.counts.chunks,
-                "edges": m.counts.edges,
+        json(&Info {
+            build_id: &m.build_id,
+            tool_version: &m.tool_version,
+            counts: Counts {
+                files: m.counts.files,
+                entities: m.counts.entities,
+                chunks: m.counts.chunks,
+                edges: m.counts.edges,
             },
-            "embedding": m.embedding.as_ref().map(|e| json!({
-                "model_id": e.spec.model_id,
-                "dimension": e.spec.dimension,
-                "model_sha256": e.spec.model_sha256,
-                "tokenizer_sha256": e.spec.tokenizer_sha256,
-                "max_length": e.spec.max_length,
-                "query_prefix": e.spec.query_prefix,
-            })),
-            "model_files": m.model_files,
-            "vectors": m.vectors_shard(),
-            "vector_directory": m.vector_directory(),
-            "text_shards": m.shards_of(ShardKind::Text).count(),
-            "has_vectors": self.index.has_vectors(),
+            embedding: m.embedding.as_ref().map(|e| Embedding {
+                model_id: &e.spec.model_id,
+                dimension: e.spec.dimension,
+                model_sha256: &e.spec.model_sha256,
+                tokenizer_sha256: &e.spec.tokenizer_sha256,
+                max_length: e.spec.max_length,
+                query_prefix: &e.spec.query_prefix,
+            }),
+            model_files: &m.model_files,
+            vectors: m.vectors_shard(),
+            vector_directory: m.vector_directory(),
+            text_shards: m.shards_of(ShardKind::Text).count(),
+            has_vectors: self.index.has_vectors(),
         })
-        .to_string()
     }
 
     /// Add the vectors shard's bytes: later searches use dense retrieval
@@ -199,16 +209,15 @@ impl Engine {
         let corpus = &self.index.corpus;
         // A chunk's lines arrive with its text: until then it has none. Its
         // names are read (and recorded when not loaded) here too.
-        let chunks: Vec<Value> = r
+        let chunks = r
             .chunks
             .iter()
             .map(|rc| {
-                let mut v = rc.to_json(corpus, false);
-                if let (false, Some(m)) = (self.index.has_text(rc.chunk), v.as_object_mut()) {
-                    m.remove("start_line");
-                    m.remove("end_line");
+                let mut row = rc.row(corpus, false);
+                if !self.index.has_text(rc.chunk) {
+                    (row.start_line, row.end_line) = (None, None);
                 }
-                v
+                row
             })
             .collect();
         // Postings, names, edges and vectors load per query: when this
@@ -216,20 +225,19 @@ impl Engine {
         // not final.
         let m = self.index.missing();
         if !m.is_empty() {
-            return Ok(self.need(m).to_string());
+            return Ok(json(&self.need(m)));
         }
         let ids: Vec<u32> = r.chunks.iter().map(|c| c.chunk).collect();
-        let missing = self.shard_refs(self.index.missing_text(&ids));
-        let out = json!({
-            "question": question,
-            "intent": r.route.intent.as_str(),
-            "semantic": qv.is_some(),
-            "files": r.files(corpus),
-            "chunks": chunks,
-            "missing": missing,
+        let out = json(&Found {
+            question,
+            intent: r.route.intent.as_str(),
+            semantic: qv.is_some(),
+            files: r.files(corpus),
+            chunks,
+            missing: self.shard_refs(self.index.missing_text(&ids)),
         });
         self.last = Some((question.to_string(), r));
-        Ok(out.to_string())
+        Ok(out)
     }
 
     /// The text shards still missing for these chunks (`[{position, name,
@@ -239,8 +247,7 @@ impl Engine {
     /// ask again.
     #[wasm_bindgen(js_name = missingText)]
     pub fn missing_text(&self, chunks: Vec<u32>) -> String {
-        self.shard_refs(self.index.missing_text(&chunks))
-            .to_string()
+        json(&self.shard_refs(self.index.missing_text(&chunks)))
     }
 
     /// Add the bytes of a shard listed in the manifest (`position` from
@@ -285,7 +292,7 @@ impl Engine {
     pub fn cards(&self) -> Result<String, JsError> {
         let (_, r) = self.last()?;
         let data = &self.index.corpus.data;
-        let cards: Vec<Value> = r
+        let cards: Vec<Card> = r
             .chunks
             .iter()
             .enumerate()
@@ -294,25 +301,25 @@ impl Engine {
                 let e = self.index.corpus.named(c.entity);
                 // Lines arrive with the chunk's text.
                 let lines = self.index.has_text(rc.chunk);
-                json!({
-                    "n": i + 1,
-                    "chunk": rc.chunk,
-                    "role": rc.role.as_str(),
-                    "symbol": c.symbol_name,
-                    "qualified_name": e.qualified_name,
-                    "kind": e.kind.as_str(),
-                    "path": c.path,
-                    "start_line": lines.then_some(c.start_line),
-                    "end_line": lines.then_some(c.end_line),
-                    "language": codegloss_core::answer::fence_language(&c.path),
-                    "gloss": e.gloss.text,
-                    "code": c.searchable_code(),
-                    "frame": c.frame,
-                    "score": rc.score.combined,
-                })
+                Card {
+                    n: i + 1,
+                    chunk: rc.chunk,
+                    role: rc.role.as_str(),
+                    symbol: &c.symbol_name,
+                    qualified_name: &e.qualified_name,
+                    kind: e.kind.as_str(),
+                    path: &c.path,
+                    start_line: lines.then_some(c.start_line),
+                    end_line: lines.then_some(c.end_line),
+                    language: codegloss_core::answer::fence_language(&c.path),
+                    gloss: &e.gloss.text,
+                    code: c.searchable_code(),
+                    frame: &c.frame,
+                    score: rc.score.combined,
+                }
             })
             .collect();
-        Ok(Value::Array(cards).to_string())
+        Ok(json(&cards))
     }
 
     /// The chunks whose text the answer context of `r` needs next. The
@@ -351,55 +358,61 @@ impl Engine {
         let (question, r) = self.last()?;
         let wanted = self.text_wanted(r);
         if !self.index.missing_text(&wanted).is_empty() {
-            return Ok(json!({ "need_text": wanted }).to_string());
+            return Ok(json(&NeedText { need_text: wanted }));
         }
         let context = build_context_estimated(&self.index.corpus, r, question, budget as usize);
         let m = self.index.missing();
         if !m.is_empty() {
-            return Ok(self.need(m).to_string());
+            return Ok(json(&self.need(m)));
         }
-        Ok(json!({ "question": question, "context": context }).to_string())
+        Ok(json(&AnswerContext {
+            question,
+            context: &context,
+        }))
     }
 }
 
 impl Engine {
     /// What to fetch before a result is final, as [`Engine::search`]
     /// returns it.
-    fn need(&self, m: Missing) -> Value {
-        let partitions: Vec<Value> = m
-            .partitions
-            .into_iter()
-            .filter_map(|p| Some(listed("partition", p, self.index.partition_shard(p)?)))
-            .collect();
-        let blocks: Vec<Value> = m
-            .blocks
-            .into_iter()
-            .filter_map(|b| Some(listed("block", b, self.index.block_shard(b)?)))
-            .collect();
-        json!({
-            "need_shards": self.shard_refs(m.shards),
-            "need_partitions": partitions,
-            "need_blocks": blocks,
-        })
+    fn need(&self, m: Missing) -> Need<'_> {
+        Need {
+            need_shards: self.shard_refs(m.shards),
+            need_partitions: m
+                .partitions
+                .into_iter()
+                .filter_map(|p| {
+                    Some(Listed {
+                        partition: Some(p),
+                        ..Listed::of(self.index.partition_shard(p)?)
+                    })
+                })
+                .collect(),
+            need_blocks: m
+                .blocks
+                .into_iter()
+                .filter_map(|b| {
+                    Some(Listed {
+                        block: Some(b),
+                        ..Listed::of(self.index.block_shard(b)?)
+                    })
+                })
+                .collect(),
+        }
     }
 
-    /// `[{position, name, bytes, sha256, sealed}]` of shards by manifest position:
-    /// what the worker fetches, checks and hands back (the text shards are
-    /// listed in the text directory, not in the manifest the worker read).
-    fn shard_refs(&self, positions: Vec<usize>) -> Value {
+    /// `[{position, name, bytes, sha256, sealed}]` of shards by manifest
+    /// position: what the worker fetches, checks and hands back (the text
+    /// shards are listed in the text directory, not in the manifest the
+    /// worker read; `sealed`: the shard ends with its seal under the key
+    /// `sha256`, see `codegloss_core::web::ShardInfo`).
+    fn shard_refs(&self, positions: Vec<usize>) -> Vec<Listed<'_>> {
         positions
             .into_iter()
-            .map(|p| listed("position", p, &self.index.manifest.shards[p]))
+            .map(|p| Listed {
+                position: Some(p),
+                ..Listed::of(&self.index.manifest.shards[p])
+            })
             .collect()
     }
-}
-
-/// `{<key>: id, name, bytes, sha256, sealed}`: a shard as the worker
-/// fetches and checks it, with what the engine calls it (`sealed`: the
-/// shard ends with its seal under the key `sha256`, see
-/// `codegloss_core::web::ShardInfo`).
-fn listed(key: &str, id: usize, s: &ShardInfo) -> Value {
-    let mut v = json!({"name": s.name, "bytes": s.bytes, "sha256": s.sha256, "sealed": s.sealed});
-    v[key] = json!(id);
-    v
 }

@@ -4,7 +4,8 @@
 //! that a static page runs the same retrieval, context building and prompt
 //! as the native CLI:
 //! - [`engine`]: opens the web layout of an index (core's `web` module),
-//!   runs retrieval, builds the evidence cards and the prompt.
+//!   runs retrieval, builds the evidence cards and the prompt;
+//! - `out`: its replies to the worker, as typed records.
 //!
 //! The call to the answer model and the check of its citations live in
 //! `codegloss-wasm-answer`, a module the worker loads only when a reader
@@ -18,6 +19,7 @@
 pub use codegloss_core::FORMAT_VERSION;
 
 pub mod engine;
+mod out;
 
 use wasm_bindgen::prelude::*;
 

@@ -155,25 +155,62 @@ impl RetrievedChunk {
     /// and chunk type, the entity's gloss when `gloss` is set, then the
     /// diagnostics (sources, score parts, the edge that brought it in).
     pub fn to_json(&self, corpus: &Corpus, gloss: bool) -> serde_json::Value {
+        serde_json::to_value(self.row(corpus, gloss)).unwrap_or_default()
+    }
+
+    /// [`RetrievedChunk::to_json`]'s fields, typed: the browser's engine
+    /// writes them as JSON without a `serde_json::Value` (a search module
+    /// without one is smaller, and it is fetched before the first
+    /// results).
+    pub fn row<'a>(&'a self, corpus: &'a Corpus, gloss: bool) -> ChunkRow<'a> {
         let c = &corpus.data.chunks[self.chunk as usize];
         let e = corpus.named(c.entity);
-        let mut m = serde_json::Map::new();
-        m.insert("chunk".into(), self.chunk.into());
-        m.insert("role".into(), self.role.as_str().into());
-        m.insert("path".into(), c.path.as_str().into());
-        m.insert("start_line".into(), c.start_line.into());
-        m.insert("end_line".into(), c.end_line.into());
-        m.insert("symbol".into(), e.qualified_name.as_str().into());
-        m.insert("chunk_type".into(), c.chunk_type.as_str().into());
-        if gloss {
-            m.insert("gloss".into(), e.gloss.text.as_str().into());
+        ChunkRow {
+            chunk: self.chunk,
+            chunk_type: c.chunk_type.as_str(),
+            end_line: Some(c.end_line),
+            gloss: gloss.then_some(e.gloss.text.as_str()),
+            path: &c.path,
+            role: self.role.as_str(),
+            score: self.score,
+            sources: &self.sources,
+            start_line: Some(c.start_line),
+            symbol: &e.qualified_name,
+            via: self.via.as_ref(),
         }
-        let value = |v: serde_json::Result<serde_json::Value>| v.unwrap_or_default();
-        m.insert("sources".into(), value(serde_json::to_value(&self.sources)));
-        m.insert("score".into(), value(serde_json::to_value(self.score)));
-        m.insert("via".into(), value(serde_json::to_value(&self.via)));
-        serde_json::Value::Object(m)
     }
+}
+
+/// A retrieved chunk as `codegloss query --json` and the browser list it
+/// ([`RetrievedChunk::row`]). The fields are in name order, the order a
+/// `serde_json::Value` object writes them in, so both write the same text.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct ChunkRow<'a> {
+    /// Chunk id.
+    pub chunk: u32,
+    /// Chunk type.
+    pub chunk_type: &'a str,
+    /// Last line; `None` (left out) where the browser has no lines yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u32>,
+    /// The entity's gloss, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gloss: Option<&'a str>,
+    /// File path.
+    pub path: &'a str,
+    /// Role.
+    pub role: &'a str,
+    /// Score parts.
+    pub score: ScoreParts,
+    /// Candidate sources.
+    pub sources: &'a [Source],
+    /// First line; `None` (left out) where the browser has no lines yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u32>,
+    /// The entity's qualified name.
+    pub symbol: &'a str,
+    /// How an expansion or supplementary chunk was reached.
+    pub via: Option<&'a Expansion>,
 }
 
 /// The result of retrieval with its diagnostics.
