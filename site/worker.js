@@ -73,10 +73,21 @@ self.addEventListener('securitypolicyviolation', (e) => {
   post({ type: FROM_WORKER.policyViolation, directive: e.effectiveDirective, blocked: e.blockedURI });
 });
 
+const toHex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+
 async function sha256Hex(bytes) {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+  return toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
 }
+
+// A shard's envelope: magic, version and kind (16 bytes), then a raw
+// deflate stream, then, for a sealed shard and the binary manifest, the
+// trailer: the first 64 bits of the SHA-256 of a key (the directory's; the
+// manifest's is empty) and the bytes before it.
+const ENVELOPE_HEADER = 16;
+// A ShardHash, 8 bytes: the trailer, and a directory's key.
+const TRAILER = 8;
+// As core's INFLATE_LIMIT: a payload past it is refused, not inflated whole.
+const INFLATE_LIMIT = 1 << 28;
 
 /** Whether `bytes` are the file the manifest describes (`want`: {bytes, sha256, sealed}; none: nothing to check). */
 async function intact(bytes, want) {
@@ -90,26 +101,17 @@ async function intact(bytes, want) {
   // 64 bits of the SHA-256 of its directory's key (`sha256`) and the bytes
   // before the seal.
   if (want.sealed) {
-    if (bytes.byteLength < 8 || want.sha256.length !== 16) return false;
-    const end = bytes.byteLength - 8;
-    const keyed = new Uint8Array(8 + end);
+    if (bytes.byteLength < TRAILER || want.sha256.length !== 2 * TRAILER) return false;
+    const end = bytes.byteLength - TRAILER;
+    const keyed = new Uint8Array(TRAILER + end);
     keyed.set(Uint8Array.from(want.sha256.match(/../g), (h) => parseInt(h, 16)));
-    keyed.set(bytes.subarray(0, end), 8);
-    const seal = Array.from(bytes.subarray(end), (b) => b.toString(16).padStart(2, '0')).join('');
-    return (await sha256Hex(keyed)).startsWith(seal);
+    keyed.set(bytes.subarray(0, end), TRAILER);
+    return (await sha256Hex(keyed)).startsWith(toHex(bytes.subarray(end)));
   }
   // A shard lists the first 64 bits of its SHA-256 (16 hex digits), a
   // model file the whole hash: the listed digits must open the computed ones.
   return want.sha256.length >= 16 && (await sha256Hex(bytes)).startsWith(want.sha256);
 }
-
-// A shard's envelope: magic, version and kind (16 bytes), then a raw
-// deflate stream, then, for a sealed shard and the binary manifest, the
-// 8-byte seal or hash.
-const ENVELOPE_HEADER = 16;
-const TRAILER = 8;
-// As core's INFLATE_LIMIT: a payload past it is refused, not inflated whole.
-const INFLATE_LIMIT = 1 << 28;
 
 // The payload of a shard's (or the binary manifest's) `bytes`, inflated by
 // the browser: the search module carries no inflater and takes it with the

@@ -20,7 +20,7 @@
 use serde::Serialize;
 
 use super::shard::{
-    decode_payload, open_envelope, shard_hash, wrap_envelope, Fetched, SHARD_HASH_BYTES,
+    append_trailer, check_trailer, decode_payload, open_envelope, wrap_envelope, Fetched,
 };
 use super::{ModelFile, ShardInfo, WebManifest, WEB_FORMAT_VERSION};
 use crate::embed::{EmbeddingSpec, Quantization};
@@ -90,8 +90,7 @@ impl WebManifest {
             }
         })?;
         let mut out = wrap_envelope(MANIFEST_TAG, &payload);
-        let hash = shard_hash(&out);
-        out.extend_from_slice(&hash);
+        append_trailer(&mut out, &[]);
         Ok(out)
     }
 
@@ -100,22 +99,7 @@ impl WebManifest {
     pub fn from_binary<'a>(manifest: impl Into<Fetched<'a>>) -> Result<Self, CoreError> {
         let Fetched { bytes, inflated } = manifest.into();
         let file = WEB_MANIFEST_BIN;
-        let Some(body_len) = bytes.len().checked_sub(SHARD_HASH_BYTES) else {
-            return Err(CoreError::Truncated {
-                file: file.into(),
-                got: bytes.len() as u64,
-                expected: SHARD_HASH_BYTES as u64,
-            });
-        };
-        let (body, stored) = bytes.split_at(body_len);
-        let computed = shard_hash(body);
-        if stored != computed {
-            return Err(CoreError::ChecksumMismatch {
-                file: file.into(),
-                stored: hex::encode(stored),
-                computed: hex::encode(computed),
-            });
-        }
+        let body = check_trailer(file, bytes, &[])?;
         let payload = open_envelope(
             file,
             MANIFEST_TAG,
@@ -189,6 +173,7 @@ crate::wire::wire_struct!(EmbeddingRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::web::shard_hash;
 
     fn manifest() -> WebManifest {
         let text = include_str!("../../tests/golden/web/codegloss.json");

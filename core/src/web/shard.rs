@@ -104,10 +104,54 @@ pub const SHARD_HASH_BYTES: usize = 8;
 
 /// The [`ShardHash`] of `bytes`.
 pub fn shard_hash(bytes: &[u8]) -> ShardHash {
-    let digest = Sha256::digest(bytes);
+    keyed_hash(&[], bytes)
+}
+
+/// The [`ShardHash`] of `key` followed by `body` (an empty key: the
+/// [`shard_hash`] of the body).
+fn keyed_hash(key: &[u8], body: &[u8]) -> ShardHash {
+    let digest = Sha256::new()
+        .chain_update(key)
+        .chain_update(body)
+        .finalize();
     let mut out = [0u8; SHARD_HASH_BYTES];
     out.copy_from_slice(&digest[..SHARD_HASH_BYTES]);
     out
+}
+
+/// End `bytes` with their trailer: the [`keyed_hash`] of `key` and the
+/// bytes so far. The binary manifest carries one with an empty key (no
+/// host lists its hash), a sealed shard one with its directory's key.
+pub(super) fn append_trailer(bytes: &mut Vec<u8>, key: &[u8]) {
+    let trailer = keyed_hash(key, bytes);
+    bytes.extend_from_slice(&trailer);
+}
+
+/// The bytes before the trailer [`append_trailer`] wrote with `key`, once
+/// it is checked: a file too short for one is `Truncated`, a trailer that
+/// differs a `ChecksumMismatch`.
+pub(super) fn check_trailer<'a>(
+    file: &str,
+    bytes: &'a [u8],
+    key: &[u8],
+) -> Result<&'a [u8], CoreError> {
+    let Some(end) = bytes.len().checked_sub(SHARD_HASH_BYTES) else {
+        return Err(CoreError::Truncated {
+            file: file.into(),
+            got: bytes.len() as u64,
+            expected: SHARD_HASH_BYTES as u64,
+        });
+    };
+    let (body, stored) = bytes.split_at(end);
+    let computed = keyed_hash(key, body);
+    if stored != computed {
+        return Err(CoreError::ChecksumMismatch {
+            file: file.into(),
+            stored: hex::encode(stored),
+            computed: hex::encode(computed),
+        });
+    }
+    Ok(body)
 }
 
 /// The [`ShardHash`] of `bytes` in hex, as the manifest lists it.
@@ -422,23 +466,11 @@ impl ShardInfo {
     }
 }
 
-/// The seal of a shard's bytes under its directory's key: the
-/// [`ShardHash`] of the key followed by the bytes.
-fn seal_of(key: &ShardHash, body: &[u8]) -> ShardHash {
-    let digest = Sha256::new()
-        .chain_update(key)
-        .chain_update(body)
-        .finalize();
-    let mut out = [0u8; SHARD_HASH_BYTES];
-    out.copy_from_slice(&digest[..SHARD_HASH_BYTES]);
-    out
-}
-
 /// Seal the shards one directory lists, in its order (each kind's shards
 /// together): the key is the [`ShardHash`] of their hashes; each shard is
 /// renamed by the key and its place among the shards of its kind
 /// ([`ShardInfo::sealed`], without its size, as the directory lists it;
-/// its ranges kept) and ends with its [`seal_of`]. Returns the key, which the directory stores once.
+/// its ranges kept) and ends with its seal, the trailer [`append_trailer`] writes with the key. Returns the key, which the directory stores once.
 ///
 /// It exists because a directory that listed each shard's own hash paid 8
 /// bytes a shard that do not compress, for every shard of the site, in a
@@ -457,8 +489,7 @@ pub(super) fn seal_shards(shards: &mut [(ShardInfo, Vec<u8>)]) -> ShardHash {
     let mut places: BTreeMap<ShardKind, usize> = BTreeMap::new();
     for (info, bytes) in shards.iter_mut() {
         let place = places.entry(info.kind).or_default();
-        let seal = seal_of(&key, bytes);
-        bytes.extend_from_slice(&seal);
+        append_trailer(bytes, &key);
         *info = ShardInfo {
             chunks: info.chunks,
             terms: info.terms,
@@ -475,26 +506,10 @@ pub(super) fn seal_shards(shards: &mut [(ShardInfo, Vec<u8>)]) -> ShardHash {
 /// The bytes of a sealed shard before its seal, once the seal is checked
 /// under the key (hex) its entry gives.
 fn unseal<'a>(file: &str, bytes: &'a [u8], key_hex: &str) -> Result<&'a [u8], CoreError> {
-    let Some(end) = bytes.len().checked_sub(SHARD_HASH_BYTES) else {
-        return Err(CoreError::Truncated {
-            file: file.into(),
-            got: bytes.len() as u64,
-            expected: SHARD_HASH_BYTES as u64,
-        });
-    };
     let mut key = [0u8; SHARD_HASH_BYTES];
     hex::decode_to_slice(key_hex, &mut key)
         .map_err(|e| CoreError::malformed(format!("{file}: key {key_hex}: {e}")))?;
-    let (body, seal) = bytes.split_at(end);
-    let computed = seal_of(&key, body);
-    if seal != computed {
-        return Err(CoreError::ChecksumMismatch {
-            file: file.into(),
-            stored: hex::encode(seal),
-            computed: hex::encode(computed),
-        });
-    }
-    Ok(body)
+    check_trailer(file, bytes, &key)
 }
 
 /// A shard's manifest entry (named by its hash) with its bytes.
