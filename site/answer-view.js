@@ -139,19 +139,13 @@ export class AnswerPanel {
   #current;
   #renderQueued = false;
 
-  constructor(current) {
+  /** `el`: the panel's live region, which the widget made empty. */
+  constructor(current, el) {
     this.#current = current;
     this.text = h('div', { class: 'cg-answer-text', 'data-testid': 'cg-answer-text' });
     this.error = h('div', { class: 'cg-answer-error', 'data-testid': 'cg-answer-error', hidden: true });
-    this.el = h(
-      'section',
-      {
-        class: 'cg-answer',
-        'aria-live': 'polite',
-        'aria-labelledby': 'cg-answer-heading',
-        'data-testid': 'cg-answer',
-        hidden: true,
-      },
+    this.el = el;
+    el.replaceChildren(
       h(
         'div',
         { class: 'cg-answer-head' },

@@ -12,8 +12,10 @@
 //                    · answer-done · answer-error · error · policy-violation
 // The parts of the element are modules of their own: the search box and
 // its result list (combobox.js), the cards (card-view.js) and their code
-// (highlight.js), the answer panel (answer-view.js) and the settings
-// (settings.js); this module wires them to the worker and keeps the state.
+// (highlight.js), the answer panel (answer-view.js, fetched with the first
+// question asked: a reader who only searches never needs it) and the
+// settings (settings.js); this module wires them to the worker and keeps
+// the state.
 //
 // Security: every string that comes from the index or from the model is
 // rendered as text (text nodes, textContent, attributes set one by one),
@@ -21,7 +23,6 @@
 // markers (bidi.js) and very long names and glosses cut (dom.js). Syntax
 // highlighting builds spans; citations are made by splitting the text.
 
-import { AnswerPanel } from './answer-view.js';
 import { revealBidi } from './bidi.js';
 import { cardNode, showWhole } from './card-view.js';
 import { Combobox, shortcutTargets } from './combobox.js';
@@ -36,6 +37,76 @@ const SEARCH_DEBOUNCE_MS = 150;
 
 // ------------------------------------------------------------- the element
 
+
+/**
+ * The answer panel, its code (answer-view.js, a module of its own beside
+ * this one) imported at the first question: a reader who only searches
+ * never fetches it, and it is not among the bytes before the first
+ * results. Its live region is in the page from the start, so that screen
+ * readers announce what arrives in it; calls made while the module loads
+ * are replayed in order once it has.
+ */
+class LazyAnswerPanel {
+  #current;
+  #panel = null;
+  #loading = null;
+  #calls = [];
+
+  constructor(current) {
+    this.#current = current;
+    this.el = h('section', {
+      class: 'cg-answer',
+      'aria-live': 'polite',
+      'aria-labelledby': 'cg-answer-heading',
+      'data-testid': 'cg-answer',
+      hidden: true,
+    });
+  }
+
+  #load() {
+    this.#loading ??= import(new URL('./answer-view.js', import.meta.url).href).then(
+      ({ AnswerPanel }) => {
+        this.#panel = new AnswerPanel(this.#current, this.el);
+        for (const [name, args] of this.#calls.splice(0)) this.#panel[name](...args);
+      },
+      (e) => {
+        this.#calls = [];
+        this.el.hidden = false;
+        this.el.removeAttribute('aria-busy');
+        this.el.dataset.state = 'error';
+        this.el.replaceChildren(
+          h('div', { class: 'cg-answer-error', 'data-testid': 'cg-answer-error' }, `The answer view could not be loaded (${e?.message ?? e}); reload the page to try again.`),
+        );
+      },
+    );
+  }
+
+  #call(name, args) {
+    if (this.#panel) this.#panel[name](...args);
+    else if (this.#loading) this.#calls.push([name, args]);
+  }
+
+  start() {
+    this.#load();
+    this.#call('start', []);
+  }
+
+  streaming(...args) {
+    this.#call('streaming', args);
+  }
+
+  render() {
+    this.#call('render', []);
+  }
+
+  queueRender() {
+    this.#call('queueRender', []);
+  }
+
+  finish(...args) {
+    this.#call('finish', args);
+  }
+}
 class CodeglossSearch extends HTMLElement {
   static observedAttributes = ['index', 'endpoint', 'model'];
 
@@ -104,7 +175,7 @@ class CodeglossSearch extends HTMLElement {
     const { input, listbox } = combo;
     const askButton = h('button', { type: 'button', class: 'cg-button cg-ask', 'data-testid': 'cg-ask' }, 'Ask');
     const settings = new Settings((name) => this.getAttribute(name));
-    const panel = new AnswerPanel(() => this.#answer);
+    const panel = new LazyAnswerPanel(() => this.#answer);
 
     const cards = h('ol', { class: 'cg-cards' });
     const evidence = h(

@@ -210,6 +210,22 @@ function fetchListed(m) {
   return fetchBytes(new URL(m.name, indexBase).href, { immutable: true, want });
 }
 
+// The search module, deflated at build time with zopfli (as the one-of-a-
+// kind shards are) so that its size does not hang on the host's gzip:
+// inflated as it streams in and compiled as it inflates.
+async function searchModule() {
+  const url = new URL('./pkg/codegloss_wasm_bg.wasm.deflate', import.meta.url);
+  let inflater;
+  try {
+    inflater = new DecompressionStream('deflate-raw');
+  } catch {
+    throw new Error('this browser cannot inflate the search module (it lacks DecompressionStream with deflate-raw: Chrome and Edge 103, Firefox 113, Safari 16.4 and later have it)');
+  }
+  const reply = await fetch(url);
+  if (!reply.ok || !reply.body) throw new Error(`the search module could not be fetched: ${url.pathname} (HTTP ${reply.status})`);
+  return new Response(reply.body.pipeThrough(inflater), { headers: { 'Content-Type': 'application/wasm' } });
+}
+
 async function open(indexUrl) {
   indexBase = new URL('.', indexUrl);
   // The search module (named here, since the bundled worker holds its
@@ -217,7 +233,7 @@ async function open(indexUrl) {
   // once: the module reads the manifest with the decoder it has for the
   // shards (no JSON parser).
   const [, manifest] = await Promise.all([
-    init({ module_or_path: new URL('./pkg/codegloss_wasm_bg.wasm', import.meta.url) }),
+    init({ module_or_path: searchModule() }),
     fetchBytes(new URL(MANIFEST_BIN, indexBase).href, { immutable: false }),
   ]);
   // Throws, with what is wrong, on a damaged manifest.

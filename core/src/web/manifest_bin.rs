@@ -20,7 +20,7 @@
 use serde::Serialize;
 
 use super::shard::{
-    append_trailer, check_trailer, decode_payload, open_envelope, wrap_envelope, Fetched,
+    append_trailer, check_trailer, decode_payload, open_envelope, wrap_envelope, Fetched, Packing,
 };
 use super::{ModelFile, ShardInfo, WebManifest, WEB_FORMAT_VERSION};
 use crate::embed::{EmbeddingSpec, Quantization};
@@ -89,7 +89,7 @@ impl WebManifest {
                 message: e.to_string(),
             }
         })?;
-        let mut out = wrap_envelope(MANIFEST_TAG, &payload);
+        let mut out = wrap_envelope(MANIFEST_TAG, &payload, Packing::One);
         append_trailer(&mut out, &[]);
         Ok(out)
     }
@@ -216,7 +216,7 @@ mod tests {
             );
         }
         // A well-hashed file of another kind or version is refused too.
-        let mut shard = wrap_envelope(1, b"x");
+        let mut shard = wrap_envelope(1, b"x", Packing::Bulk);
         let hash = shard_hash(&shard);
         shard.extend_from_slice(&hash);
         let err = WebManifest::from_binary(&shard).unwrap_err();

@@ -88,8 +88,14 @@ pub const WEB_MANIFEST: &str = "codegloss.json";
 /// max: Kokkos 447,365 -> 434,109, 45.9 / 90.5 -> 42.2 / 79.2 KB; IPPL
 /// 299,405 -> 299,554; Kokkos with IPPL 420,128 -> 424,211, 29.7 / 96.1
 /// -> 25.7 / 86.7 KB. 1,000 cut later questions more but cost every
-/// site's first results more (Kokkos 435,825, IPPL 302,359).
-pub const POSTINGS_PER_SHARD: usize = 1_500;
+/// site's first results more (Kokkos 435,825, IPPL 302,359). Again once
+/// the one-of-a-kind shards were deflated with zopfli and the rest with
+/// libdeflate (web format 22), with names per 40 entities and edges per
+/// 128 ends, Kokkos's first question: 1,500 306,708, 750 303,676, 400
+/// 301,930, 250 302,964 bytes; the search shard, which lists the runs,
+/// grows as they shrink (45.5 / 47.1 / 49.3 / 51.7 KB). 500 against 400
+/// with the values below: 300,394 against 299,763.
+pub const POSTINGS_PER_SHARD: usize = 400;
 /// Uncompressed bytes of chunk text per text shard. A question's six
 /// evidence cards usually lie in six shards, so this bounds the bytes a
 /// later question costs. 32 KiB against 64 KiB, measured by `cargo xtask
@@ -106,7 +112,14 @@ pub const TEXT_SHARD_RAW_BYTES: usize = 16 * 1024;
 /// xtask bench site` on Kokkos (16 questions): bytes before the first
 /// keyword results 452,691 -> 447,364, later questions p50 53.6 -> 52.6
 /// KB, max 108.3 -> 107.9 KB (a question reads 7 to 13 name shards).
-pub const NAME_ENTITIES_PER_SHARD: usize = 150;
+/// Again at web format 22 (compression as for postings), Kokkos's first
+/// question, with postings per 1,500 terms: 300 330,481, 150 319,969, 75
+/// 313,289, 40 311,235, 10 310,515 bytes. Its candidates lie in about 23
+/// files, each in a shard of its own at any of these sizes, so smaller
+/// shards only cut bytes it does not read; 10 makes a file's names
+/// (often fewer than 10 entities) nearly a shard of their own: 903 name
+/// shards on Kokkos.
+pub const NAME_ENTITIES_PER_SHARD: usize = 10;
 /// Explicit edge ends (an edge counts once for each of the two entities
 /// it joins) per edge shard: a question fetches the shards of the few
 /// entities its expansion and its answer look up. Measured by `cargo xtask
@@ -114,8 +127,12 @@ pub const NAME_ENTITIES_PER_SHARD: usize = 150;
 /// the first question 260,715 -> 256,735 bytes on IPPL, 365,480 ->
 /// 363,081 on Kokkos; p50 261,319 -> 259,102 and 340,516 -> 341,159;
 /// later p50 / max 22.2 / 41.1 -> 22.7 / 39.0 KB and 42.2 / 73.5 -> 43.9 /
-/// 72.6 KB (the directory grows by 160 and 527 bytes).
-pub const EDGE_ENDS_PER_SHARD: usize = 512;
+/// 72.6 KB (the directory grows by 160 and 527 bytes). Again at web
+/// format 22 on Kokkos's first question: 512 311,235, 256 308,068, 128
+/// 306,708 bytes (names per 40 entities, postings per 1,500 terms); 64
+/// with names per 10 against 128 with names per 40 (postings per 400):
+/// 301,930 -> 300,944 (855 edge shards on Kokkos).
+pub const EDGE_ENDS_PER_SHARD: usize = 64;
 
 /// What a shard holds.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -153,6 +170,20 @@ pub enum ShardKind {
 }
 
 impl ShardKind {
+    /// How its shards are deflated ([`shard::Packing`]).
+    fn packing(self) -> shard::Packing {
+        match self {
+            ShardKind::Search
+            | ShardKind::Qualified
+            | ShardKind::TextDirectory
+            | ShardKind::VectorDirectory => shard::Packing::One,
+            ShardKind::Postings | ShardKind::Edges | ShardKind::Names => shard::Packing::Many,
+            ShardKind::Vectors | ShardKind::Text | ShardKind::Partition | ShardKind::Block => {
+                shard::Packing::Bulk
+            }
+        }
+    }
+
     fn tag(self) -> u8 {
         match self {
             ShardKind::Search => 1,

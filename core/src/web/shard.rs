@@ -80,8 +80,75 @@ pub const WEB_FORMAT_VERSION: u32 = 22;
 const SHARD_HEADER: usize = 8 + 4 + 4;
 /// Upper bound on an inflated shard, so a hostile file cannot exhaust memory.
 const INFLATE_LIMIT: usize = 1 << 28;
-/// Deflate level of every shard (the best: shards are written once).
+/// miniz's deflate level: [`Packing::Bulk`], and every kind where the
+/// `pack` feature is off (readers only).
 const DEFLATE_LEVEL: u8 = 9;
+/// Zopfli iterations for the shards a site has one of ([`Packing::One`]).
+/// Measured on Kokkos's search shard (1.36 MB before compression): miniz
+/// level 9 53,869 bytes; zopfli 1 / 5 / 15 / 40 iterations 45,409 / 45,044 /
+/// 44,818 / 44,756 bytes in 0.8 / 1.1 / 2.0 / 5.5 s; libdeflate level 12
+/// 45,713 bytes in 0.12 s.
+#[cfg(feature = "pack")]
+const ZOPFLI_ITERATIONS: u64 = 15;
+
+/// How an envelope's payload is deflated. All write plain deflate, which
+/// every reader inflates alike. Measured on a Kokkos site (`codegloss
+/// site`): miniz level 9 everywhere 3.0 s; zopfli for the one-of-a-kind
+/// shards 6.5 s, and libdeflate for postings, names and edges 7.5 s;
+/// libdeflate for every other kind too 22 s (the text
+/// shards, 35 MB before compression, only 1.7% smaller).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Packing {
+    /// miniz at level 9: for the kinds that are large in all (text,
+    /// vectors), fetched after the first results.
+    Bulk,
+    /// libdeflate at its best level (12): for the kinds a site has
+    /// hundreds of shards of that a question fetches before its first
+    /// results. On Kokkos against miniz's level 9: the postings, name and
+    /// edge shards in all 1,687,054 / 191,991 / 111,142 -> 1,626,463 /
+    /// 189,173 / 109,522 bytes, those of its first benchmark question
+    /// 71,141 -> 68,485, in about 1 s more.
+    Many,
+    /// Zopfli: smaller again (a postings, name and edge shard at 6,515,
+    /// 2,289 and 809 bytes where libdeflate writes 6,631, 2,420 and 835)
+    /// but about 0.2 s a call even on a small shard, so only for the kinds
+    /// a site has one of, the search shard above all, which every reader
+    /// fetches before the first results.
+    One,
+}
+
+/// `payload` deflated as `packing` says. The compressors fail only on
+/// their output buffer, which is sized for the worst case (libdeflate) or
+/// grows (zopfli); miniz stands in if one ever does, and where the `pack`
+/// feature is off (readers only).
+fn deflate(payload: &[u8], packing: Packing) -> Vec<u8> {
+    #[cfg(feature = "pack")]
+    match packing {
+        Packing::One => {
+            let mut out = Vec::new();
+            let options = zopfli::Options {
+                iteration_count: std::num::NonZeroU64::new(ZOPFLI_ITERATIONS)
+                    .unwrap_or(std::num::NonZeroU64::MIN),
+                ..zopfli::Options::default()
+            };
+            if zopfli::compress(options, zopfli::Format::Deflate, payload, &mut out).is_ok() {
+                return out;
+            }
+        }
+        Packing::Many => {
+            let mut c = libdeflater::Compressor::new(libdeflater::CompressionLvl::best());
+            let mut out = vec![0; c.deflate_compress_bound(payload.len())];
+            if let Ok(n) = c.deflate_compress(payload, &mut out) {
+                out.truncate(n);
+                return out;
+            }
+        }
+        Packing::Bulk => {}
+    }
+    #[cfg(not(feature = "pack"))]
+    let _ = packing;
+    miniz_oxide::deflate::compress_to_vec(payload, DEFLATE_LEVEL)
+}
 
 /// A shard's content hash: the first 64 bits of the SHA-256 of its bytes.
 ///
@@ -171,13 +238,13 @@ pub(super) fn encode_shard<T: Serialize>(kind: ShardKind, value: &T) -> Result<V
 
 /// An encoded payload deflated behind the shard header.
 pub(super) fn wrap_shard(kind: ShardKind, payload: &[u8]) -> Vec<u8> {
-    wrap_envelope(kind.tag(), payload)
+    wrap_envelope(kind.tag(), payload, kind.packing())
 }
 
 /// An encoded payload deflated behind the header with this kind tag (a
 /// [`ShardKind`]'s, or the binary manifest's).
-pub(super) fn wrap_envelope(tag: u8, payload: &[u8]) -> Vec<u8> {
-    let packed = miniz_oxide::deflate::compress_to_vec(payload, DEFLATE_LEVEL);
+pub(super) fn wrap_envelope(tag: u8, payload: &[u8], packing: Packing) -> Vec<u8> {
+    let packed = deflate(payload, packing);
     let mut out = Vec::with_capacity(SHARD_HEADER + packed.len());
     out.extend_from_slice(&WEB_MAGIC);
     out.extend_from_slice(&WEB_FORMAT_VERSION.to_le_bytes());
@@ -525,6 +592,30 @@ pub(super) fn shard(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every packing writes plain deflate that inflates to the payload;
+    /// with the `pack` feature the slower ones are no larger.
+    #[test]
+    fn every_packing_inflates_to_its_payload() {
+        let payload: Vec<u8> = (0..6000u32)
+            .flat_map(|i| (i % 97 + i / 1000).to_le_bytes())
+            .collect();
+        let sizes: Vec<usize> = [Packing::Bulk, Packing::Many, Packing::One]
+            .into_iter()
+            .map(|packing| {
+                let packed = deflate(&payload, packing);
+                assert_eq!(
+                    miniz_oxide::inflate::decompress_to_vec(&packed).ok(),
+                    Some(payload.clone()),
+                    "{packing:?}"
+                );
+                packed.len()
+            })
+            .collect();
+        if cfg!(feature = "pack") {
+            assert!(sizes[2] <= sizes[0], "{sizes:?}");
+        }
+    }
 
     fn sealed_pair() -> (ShardHash, Vec<(ShardInfo, Vec<u8>)>) {
         let mut shards = vec![

@@ -137,7 +137,8 @@ pub fn find_assets(explicit: Option<&Path>) -> Result<PathBuf, IndexError> {
     }
     for c in candidates {
         if c.join("codegloss/worker.js").is_file()
-            && c.join("codegloss/pkg/codegloss_wasm_bg.wasm").is_file()
+            && c.join("codegloss/pkg/codegloss_wasm_bg.wasm.deflate")
+                .is_file()
             && c.join("codegloss/answer/codegloss_wasm_answer_bg.wasm")
                 .is_file()
         {
