@@ -135,12 +135,16 @@ fn deflate(payload: &[u8], packing: Packing) -> Vec<u8> {
                 return out;
             }
         }
+        // libdeflate does not build for wasm32; miniz stands in there.
         Packing::Many => {
-            let mut c = libdeflater::Compressor::new(libdeflater::CompressionLvl::best());
-            let mut out = vec![0; c.deflate_compress_bound(payload.len())];
-            if let Ok(n) = c.deflate_compress(payload, &mut out) {
-                out.truncate(n);
-                return out;
+            #[cfg(not(target_arch = "wasm32"))]
+            {
+                let mut c = libdeflater::Compressor::new(libdeflater::CompressionLvl::best());
+                let mut out = vec![0; c.deflate_compress_bound(payload.len())];
+                if let Ok(n) = c.deflate_compress(payload, &mut out) {
+                    out.truncate(n);
+                    return out;
+                }
             }
         }
         Packing::Bulk => {}
