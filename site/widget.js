@@ -35,8 +35,7 @@ const TAG = 'codegloss-search';
 const DEFAULT_INDEX = 'index/codegloss.json';
 const SEARCH_DEBOUNCE_MS = 150;
 
-// ------------------------------------------------------------- the element
-
+// ------------------------------------------------------- the answer panel
 
 /**
  * The answer panel, its code (answer-view.js, a module of its own beside
@@ -107,6 +106,9 @@ class LazyAnswerPanel {
     this.#call('finish', args);
   }
 }
+
+// ------------------------------------------------------------- the element
+
 class CodeglossSearch extends HTMLElement {
   static observedAttributes = ['index', 'endpoint', 'model'];
 

@@ -113,6 +113,16 @@ async function intact(bytes, want) {
   return want.sha256.length >= 16 && (await sha256Hex(bytes)).startsWith(want.sha256);
 }
 
+// A raw-deflate inflater; where the browser lacks one, an error that says
+// what (`what`) it cannot inflate and which browsers can.
+function rawInflater(what) {
+  try {
+    return new DecompressionStream('deflate-raw');
+  } catch {
+    throw new Error(`this browser cannot inflate ${what} (it lacks DecompressionStream with deflate-raw: Chrome and Edge 103, Firefox 113, Safari 16.4 and later have it)`);
+  }
+}
+
 // The payload of a shard's (or the binary manifest's) `bytes`, inflated by
 // the browser: the search module carries no inflater and takes it with the
 // bytes, which it checks first. `trailer`: bytes after the deflate stream.
@@ -121,12 +131,7 @@ async function intact(bytes, want) {
 async function inflated(bytes, trailer = 0) {
   const end = bytes.byteLength - trailer;
   if (end < ENVELOPE_HEADER) return new Uint8Array(0);
-  let inflater;
-  try {
-    inflater = new DecompressionStream('deflate-raw');
-  } catch {
-    throw new Error('this browser cannot inflate the index (it lacks DecompressionStream with deflate-raw: Chrome and Edge 103, Firefox 113, Safari 16.4 and later have it)');
-  }
+  const inflater = rawInflater('the index');
   const reader = new Blob([bytes.subarray(ENVELOPE_HEADER, end)]).stream().pipeThrough(inflater).getReader();
   const parts = [];
   let total = 0;
@@ -215,12 +220,7 @@ function fetchListed(m) {
 // inflated as it streams in and compiled as it inflates.
 async function searchModule() {
   const url = new URL('./pkg/codegloss_wasm_bg.wasm.deflate', import.meta.url);
-  let inflater;
-  try {
-    inflater = new DecompressionStream('deflate-raw');
-  } catch {
-    throw new Error('this browser cannot inflate the search module (it lacks DecompressionStream with deflate-raw: Chrome and Edge 103, Firefox 113, Safari 16.4 and later have it)');
-  }
+  const inflater = rawInflater('the search module');
   const reply = await fetch(url);
   if (!reply.ok || !reply.body) throw new Error(`the search module could not be fetched: ${url.pathname} (HTTP ${reply.status})`);
   return new Response(reply.body.pipeThrough(inflater), { headers: { 'Content-Type': 'application/wasm' } });

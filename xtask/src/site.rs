@@ -205,7 +205,8 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// The search module deflated with zopfli in place of the module
+/// The search module deflated with zopfli (as core deflates the
+/// one-of-a-kind shards, `web::deflate_once`) in place of the module
 /// (`codegloss_wasm_bg.wasm.deflate`), which the worker inflates with
 /// `DecompressionStream` as it streams in: it is fetched before the first
 /// results, and its size then does not hang on the host's compression.
@@ -214,14 +215,7 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
 fn deflate_search_module(pkg: &Path) -> Result<()> {
     let wasm = pkg.join("codegloss_wasm_bg.wasm");
     let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
-    let mut packed = Vec::new();
-    zopfli::compress(
-        zopfli::Options::default(),
-        zopfli::Format::Deflate,
-        bytes.as_slice(),
-        &mut packed,
-    )
-    .context("deflating the search module")?;
+    let packed = codegloss_core::web::deflate_once(&bytes);
     let out = pkg.join("codegloss_wasm_bg.wasm.deflate");
     std::fs::write(&out, &packed).with_context(|| format!("writing {}", out.display()))?;
     std::fs::remove_file(&wasm).with_context(|| format!("removing {}", wasm.display()))

@@ -173,7 +173,6 @@ crate::wire::wire_struct!(EmbeddingRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::web::shard_hash;
 
     fn manifest() -> WebManifest {
         let text = include_str!("../../tests/golden/web/codegloss.json");
@@ -217,8 +216,7 @@ mod tests {
         }
         // A well-hashed file of another kind or version is refused too.
         let mut shard = wrap_envelope(1, b"x", Packing::Bulk);
-        let hash = shard_hash(&shard);
-        shard.extend_from_slice(&hash);
+        append_trailer(&mut shard, &[]);
         let err = WebManifest::from_binary(&shard).unwrap_err();
         assert!(matches!(err, CoreError::WrongKind { .. }), "{err}");
     }

@@ -68,7 +68,7 @@ pub use names::NameShard;
 pub use postings::PostingsShard;
 pub use qualified::QualifiedShard;
 use shard::decode_shard;
-pub use shard::Fetched;
+pub use shard::{deflate_once, Fetched};
 pub use shard::{
     open_shard, shard_hash, shard_hash_hex, wire_reads_as_written, ShardHash, ShardInfo,
     SHARD_HASH_BYTES, WEB_FORMAT_VERSION, WEB_MAGIC,

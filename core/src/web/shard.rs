@@ -165,6 +165,14 @@ fn deflate(payload: &[u8], packing: Packing) -> Vec<u8> {
     miniz_oxide::deflate::compress_to_vec(payload, DEFLATE_LEVEL)
 }
 
+/// A file deflated as the kinds a site has one shard of are
+/// ([`Packing::One`]: zopfli from 64 KiB up where the `pack` feature is
+/// on): for the other files every reader fetches once before the first
+/// results, the search module above all (`cargo xtask site-assets`).
+pub fn deflate_once(payload: &[u8]) -> Vec<u8> {
+    deflate(payload, Packing::One)
+}
+
 /// A shard's content hash: the first 64 bits of the SHA-256 of its bytes.
 ///
 /// It names the shard (content addressing: a changed shard gets a new URL,
