@@ -422,7 +422,7 @@ async function handleText(id) {
 async function lastPrompt(answer) {
   const defaults = JSON.parse(answer.answerDefaults());
   for (let round = 0; round < 12; round++) {
-    const built = JSON.parse(engine.answerContext(defaults.context_tokens));
+    const built = JSON.parse(engine.answerContext(defaults.context_tokens, defaults.evidence_tokens));
     if (built.need_text) await loadText(built.need_text);
     else if (built.need_shards) await fetchNeeded(built);
     else return { prompt: JSON.parse(answer.prompt(built.question, JSON.stringify(built.context))), defaults };

@@ -448,6 +448,8 @@ mod tests {
             chunks: vec![chunk(1, "src/Mesh.h"), chunk(2, "src/Solver.cpp")],
             tokens: 0,
             dropped_for_budget: 0,
+            prompt: String::new(),
+            prompt_tokens: 0,
             lead: String::new(),
         }
     }

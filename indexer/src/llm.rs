@@ -15,6 +15,7 @@ use std::time::Duration;
 pub use codegloss_core::chat::ChatResult;
 use codegloss_core::chat::{
     parse_completion, ChatError, ChatSettings, ChatStream, Message, ANSWER_CONTEXT_TOKENS,
+    ANSWER_EVIDENCE_TOKENS,
 };
 use codegloss_core::sse::SseLines;
 use serde::{Deserialize, Serialize};
@@ -42,8 +43,13 @@ pub struct AnswerConfig {
     /// Sampling seed sent with each request, so that an answer depends
     /// only on its prompt.
     pub seed: u64,
-    /// Context budget in tokens.
+    /// Budget in tokens of the context the model reads (its prompt).
     pub context_tokens: usize,
+    /// Budget in tokens of the evidence the answer shows and checks its
+    /// citations against, and that the code-written lead quotes; the
+    /// model reads the part of it that fits `context_tokens`. Never less
+    /// than `context_tokens`.
+    pub evidence_tokens: usize,
     /// The answer model's `tokenizer.json` (Hugging Face format). When
     /// given, the context budget is counted with it; otherwise with a
     /// conservative estimate (characters / 3).
@@ -65,12 +71,22 @@ impl Default for AnswerConfig {
             stream: d.stream,
             seed: d.seed.unwrap_or_default(),
             context_tokens: ANSWER_CONTEXT_TOKENS,
+            evidence_tokens: ANSWER_EVIDENCE_TOKENS,
             tokenizer: None,
         }
     }
 }
 
 impl AnswerConfig {
+    /// The prompt's and the evidence's budgets (the evidence never
+    /// smaller than the prompt).
+    pub fn budget(&self) -> codegloss_core::answer::Budget {
+        codegloss_core::answer::Budget {
+            prompt: self.context_tokens,
+            evidence: self.evidence_tokens.max(self.context_tokens),
+        }
+    }
+
     /// The settings of the call.
     pub fn chat_settings(&self) -> ChatSettings {
         ChatSettings {

@@ -421,6 +421,13 @@ fn the_browser_ranks_like_the_cli() {
             );
             assert_eq!(p["tokens"], native["tokens"], "{q}");
             assert_eq!(p["prompt_signature"], native["prompt_signature"], "{q}");
+            // And the evidence the answer opens with and is checked against.
+            for field in ["text", "lead", "chunks"] {
+                assert_eq!(
+                    p["context"][field], native["context"][field],
+                    "{q}: {field}"
+                );
+            }
         }
     }
 }

@@ -133,6 +133,59 @@ fn context_respects_the_budget_and_whole_lines() {
     }
 }
 
+/// A prompt budget below the evidence's: the evidence, its lead and its
+/// numbers are those of the evidence budget alone; the model's prompt is
+/// the same fact sheet and excerpts cut to the smaller budget, every
+/// number in it one the evidence gives the same chunk, and it is what the
+/// model is given; one budget for both makes the prompt the evidence.
+#[test]
+fn the_prompt_is_the_evidence_cut_to_its_own_budget() {
+    use codegloss_core::answer::{build_context_for, Budget};
+    use codegloss_core::text::estimate_tokens;
+    let r = retrieve(corpus(), QUESTION, None, &RetrievalSettings::default()).unwrap();
+    let evidence = build_context_estimated(corpus(), &r, QUESTION, 1200);
+    let split = build_context_for(
+        corpus(),
+        &r,
+        QUESTION,
+        Budget {
+            prompt: 400,
+            evidence: 1200,
+        },
+        &estimate_tokens,
+    );
+    assert_eq!(split.text, evidence.text);
+    assert_eq!(split.chunks, evidence.chunks);
+    assert_eq!(split.lead, evidence.lead);
+    assert!(split.prompt_tokens <= 400 && split.prompt_tokens < split.tokens);
+    assert_eq!(split.model_tokens(), estimate_tokens(&split.prompt));
+    let shown = (split.chunks.iter())
+        .filter(|c| {
+            split
+                .prompt
+                .contains(&format!("\n[{}] {} (", c.n, c.symbol))
+        })
+        .count();
+    assert!(shown >= 1 && shown < split.chunks.len(), "{shown}");
+    for line in split.prompt.lines() {
+        let Some((n, _)) = line.strip_prefix('[').and_then(|l| l.split_once("] ")) else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u32>() else { continue };
+        let c = split.chunks.iter().find(|c| c.n == n).unwrap();
+        assert!(line.contains(&c.symbol), "{line} is not [{n}] {}", c.symbol);
+    }
+    let messages = answer_template(QUESTION).render(QUESTION, &split);
+    let user = &messages.last().unwrap().content;
+    assert!(user.contains(&split.prompt) && !user.contains(&split.text));
+    // One budget for both: the model reads the evidence.
+    let alone = build_context_estimated(corpus(), &r, QUESTION, 400);
+    assert_eq!(
+        (alone.prompt_text(), alone.model_tokens()),
+        (&*alone.text, alone.tokens)
+    );
+}
+
 /// With `[answer] tokenizer`, the budget is counted by a real tokenizer
 /// (here the embedding model's `tokenizer.json`, installed by `cargo xtask
 /// models`, standing in for an answer model's); a missing file is a clear error.

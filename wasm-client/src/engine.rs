@@ -14,9 +14,10 @@
 //! it reads the payload. Every failure is a JavaScript `Error` with a
 //! readable message.
 
-use codegloss_core::answer::build_context_estimated;
+use codegloss_core::answer::{build_context_for, Budget};
 use codegloss_core::embed::query_prompt;
 use codegloss_core::retrieve::{retrieve, Retrieval};
+use codegloss_core::text::estimate_tokens;
 use codegloss_core::web::{Fetched, Missing, ShardKind, WebIndex, WebManifest};
 use wasm_bindgen::prelude::*;
 
@@ -341,9 +342,10 @@ impl Engine {
     /// `context` is core's `Context`, from which the answer module renders
     /// the prompt (`prompt`) and checks the answer (`citations`). It is
     /// numbered in rank order, so `[n]` names the n-th card; the
-    /// lowest-ranked chunks are left out when the `budget` (estimated
-    /// tokens, the answer module's `answerDefaults().context_tokens`) is
-    /// spent.
+    /// lowest-ranked chunks are left out when the `evidence` budget
+    /// (estimated tokens, the answer module's
+    /// `answerDefaults().evidence_tokens`) is spent, and the model's
+    /// prompt is the part that fits `budget` (`context_tokens`).
     ///
     /// When the text of the context's chunks is not all loaded, returns
     /// `{need_text: [chunk]}` instead (load it with
@@ -354,13 +356,17 @@ impl Engine {
     /// `{need_shards: [...]}` (as [`Engine::search`] does): add them and
     /// ask again.
     #[wasm_bindgen(js_name = answerContext)]
-    pub fn answer_context(&self, budget: u32) -> Result<String, JsError> {
+    pub fn answer_context(&self, budget: u32, evidence: u32) -> Result<String, JsError> {
         let (question, r) = self.last()?;
         let wanted = self.text_wanted(r);
         if !self.index.missing_text(&wanted).is_empty() {
             return Ok(json(&NeedText { need_text: wanted }));
         }
-        let context = build_context_estimated(&self.index.corpus, r, question, budget as usize);
+        let budget = Budget {
+            prompt: budget as usize,
+            evidence: (evidence as usize).max(budget as usize),
+        };
+        let context = build_context_for(&self.index.corpus, r, question, budget, &estimate_tokens);
         let m = self.index.missing();
         if !m.is_empty() {
             return Ok(json(&self.need(m)));

@@ -215,10 +215,55 @@ pub fn assets(root: &Path) -> Result<PathBuf> {
 fn deflate_search_module(pkg: &Path) -> Result<()> {
     let wasm = pkg.join("codegloss_wasm_bg.wasm");
     let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
+    let bytes = without_custom_sections(&bytes)
+        .with_context(|| format!("reading the sections of {}", wasm.display()))?;
     let packed = codegloss_core::web::deflate_once(&bytes);
     let out = pkg.join("codegloss_wasm_bg.wasm.deflate");
     std::fs::write(&out, &packed).with_context(|| format!("writing {}", out.display()))?;
     std::fs::remove_file(&wasm).with_context(|| format!("removing {}", wasm.display()))
+}
+
+/// A wasm module without its custom sections (id 0): engines ignore them,
+/// and after wasm-bindgen's `--remove-name-section` and
+/// `--remove-producers-section` what is left is the linker's
+/// `target_features` (148 bytes of the search module, which is on the path
+/// to the first results).
+fn without_custom_sections(wasm: &[u8]) -> Result<Vec<u8>> {
+    if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
+        bail!("not a wasm module");
+    }
+    let mut out = wasm[..8].to_vec();
+    let mut i = 8;
+    while i < wasm.len() {
+        let start = i;
+        let id = wasm[i];
+        i += 1;
+        let mut size = 0usize;
+        let mut shift = 0;
+        loop {
+            let Some(&b) = wasm.get(i) else {
+                bail!("a section's size runs past the end at byte {start}");
+            };
+            i += 1;
+            size |= usize::from(b & 0x7f) << shift;
+            shift += 7;
+            if b < 0x80 {
+                break;
+            }
+            if shift > 28 {
+                bail!("a section's size is not a u32 at byte {start}");
+            }
+        }
+        let end = i
+            .checked_add(size)
+            .filter(|&e| e <= wasm.len())
+            .with_context(|| format!("the section at byte {start} runs past the end"))?;
+        if id != 0 {
+            out.extend_from_slice(&wasm[start..end]);
+        }
+        i = end;
+    }
+    Ok(out)
 }
 
 /// Bundle each of `entries` with the modules it imports into `out` (same
@@ -475,4 +520,28 @@ pub fn bench(root: &Path, index: &Path, questions: &Path, json: &Path) -> Result
     println!("{}", serde_json::to_string_pretty(&brief)?);
     eprintln!("results written to {}", json.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_custom_sections;
+
+    #[test]
+    fn custom_sections_leave_and_the_rest_stays_byte_for_byte() {
+        let head = b"\0asm\x01\0\0\0";
+        // A type section (id 1), a custom section (id 0, size 300: a
+        // two-byte size), a function section (id 3).
+        let mut custom = vec![0u8, 0xac, 0x02, 4];
+        custom.extend_from_slice(b"name");
+        custom.extend(std::iter::repeat_n(7u8, 295));
+        let types = [1u8, 4, 1, 0x60, 0, 0];
+        let funcs = [3u8, 2, 1, 0];
+        let module: Vec<u8> = [&head[..], &types, &custom, &funcs].concat();
+        let expected: Vec<u8> = [&head[..], &types, &funcs].concat();
+        assert_eq!(without_custom_sections(&module).unwrap(), expected);
+        // Truncated or foreign input is an error, not a panic.
+        assert!(without_custom_sections(&module[..module.len() - 1]).is_err());
+        assert!(without_custom_sections(b"not wasm").is_err());
+        assert!(without_custom_sections(&[&head[..], &[1u8, 0x80, 0x80]].concat()).is_err());
+    }
 }

@@ -266,6 +266,8 @@ mod tests {
             ],
             tokens: 0,
             dropped_for_budget: 0,
+            prompt: String::new(),
+            prompt_tokens: 0,
             lead: String::new(),
         }
     }

@@ -59,6 +59,17 @@ pub struct Context {
     pub tokens: usize,
     /// Chunks left out for the budget.
     pub dropped_for_budget: usize,
+    /// What the answer model reads: the same fact sheet and excerpts cut
+    /// to the prompt's budget, numbered as in `text` (a number `text`
+    /// shows may be missing here, never renumbered). `text` is the
+    /// evidence the answer is shown and checked against, and what its
+    /// code-written `lead` quotes. Empty when both budgets are one: the
+    /// model reads `text` ([`Context::prompt_text`]).
+    #[serde(default)]
+    pub prompt: String,
+    /// Tokens of `prompt` by the counter used ([`Context::model_tokens`]).
+    #[serde(default)]
+    pub prompt_tokens: usize,
     /// The opening of the answer, written by code before the model's
     /// words: the fact sheet's lines of the primary excerpts (exact
     /// names, kinds, `path:lines`, signatures and relations), then the
@@ -77,6 +88,8 @@ impl Context {
             chunks: Vec::new(),
             tokens: 0,
             dropped_for_budget: 0,
+            prompt: String::new(),
+            prompt_tokens: 0,
             lead: String::new(),
         }
     }
@@ -89,6 +102,25 @@ impl Context {
             return model_text.to_string();
         }
         format!("{}\n{}", self.lead, model_text.trim_start())
+    }
+
+    /// What the answer model reads: [`Context::prompt`], or the whole
+    /// text when it has none (one budget for both).
+    pub fn prompt_text(&self) -> &str {
+        if self.prompt.is_empty() {
+            &self.text
+        } else {
+            &self.prompt
+        }
+    }
+
+    /// Tokens of [`Context::prompt_text`].
+    pub fn model_tokens(&self) -> usize {
+        if self.prompt.is_empty() {
+            self.tokens
+        } else {
+            self.prompt_tokens
+        }
     }
 
     /// The number the next block gets.
@@ -431,6 +463,73 @@ pub fn build_context(
     budget: usize,
     count: &dyn Fn(&str) -> usize,
 ) -> Context {
+    build_context_for(
+        corpus,
+        retrieval,
+        question,
+        Budget {
+            prompt: budget,
+            evidence: budget,
+        },
+        count,
+    )
+}
+
+/// The two budgets of an answer, in tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// What the answer model reads (`[answer] context_tokens`): its prompt
+    /// is most of its time on a CPU.
+    pub prompt: usize,
+    /// The evidence the answer shows and checks against, and that its
+    /// code-written lead quotes (`[answer] evidence_tokens`; never less
+    /// than `prompt`): it costs no model time.
+    pub evidence: usize,
+}
+
+/// [`build_context`] with a prompt budget below the evidence's: the
+/// evidence is built within `budget.evidence`, and the model's prompt
+/// from the same excerpts, in the same order and with the same numbers,
+/// each cut to the evidence for the question again within
+/// `budget.prompt` ([`Context::prompt`]): the lead and the evidence a
+/// reader is shown cost no model time, the prompt does (measurements at
+/// [`crate::chat::ANSWER_CONTEXT_TOKENS`]).
+pub fn build_context_for(
+    corpus: &Corpus,
+    retrieval: &Retrieval,
+    question: &str,
+    budget: Budget,
+    count: &dyn Fn(&str) -> usize,
+) -> Context {
+    let evidence = assemble(corpus, retrieval, question, budget.evidence, count, None);
+    if budget.prompt >= budget.evidence {
+        return evidence;
+    }
+    let prompt = assemble(
+        corpus,
+        retrieval,
+        question,
+        budget.prompt,
+        count,
+        Some(&evidence.chunks),
+    );
+    Context {
+        prompt: prompt.text,
+        prompt_tokens: prompt.tokens,
+        ..evidence
+    }
+}
+
+/// The context within one `budget`; with `numbers`, only the chunks
+/// numbered there, each under its number.
+fn assemble(
+    corpus: &Corpus,
+    retrieval: &Retrieval,
+    question: &str,
+    budget: usize,
+    count: &dyn Fn(&str) -> usize,
+    numbers: Option<&[ContextChunk]>,
+) -> Context {
     let data = &corpus.data;
     let mut out = Context::empty();
     let neighbours: Vec<&str> = retrieval
@@ -454,6 +553,13 @@ pub fn build_context(
     let mut excerpts: Vec<Excerpt> = Vec::new();
     let mut used = 0usize;
     for rc in &retrieval.chunks {
+        let fixed = match numbers {
+            Some(m) => match m.iter().find(|c| c.chunk == rc.chunk) {
+                Some(c) => Some(c.n),
+                None => continue,
+            },
+            None => None,
+        };
         let c = &data.chunks[rc.chunk as usize];
         let e = corpus.named(c.entity);
         let has_text = !c.code.trim().is_empty() && e.kind != EntityKind::Module;
@@ -471,7 +577,7 @@ pub fn build_context(
             out.dropped_for_budget += 1;
             continue;
         }
-        let n = out.next_n();
+        let n = fixed.unwrap_or_else(|| out.next_n());
         let share = if blocks.is_empty() {
             FIRST_SHARE
         } else {

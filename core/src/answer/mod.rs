@@ -24,8 +24,8 @@ pub use crate::chat::{
 pub(crate) use citations::{bullet_sentences, numbers_in};
 pub use citations::{check_citations, Citation, CitationReport};
 pub use context::{
-    build_context, build_context_estimated, fence_for, fence_language, file_context, Context,
-    ContextChunk,
+    build_context, build_context_estimated, build_context_for, fence_for, fence_language,
+    file_context, Budget, Context, ContextChunk,
 };
 pub use prompt::{
     answer_template, shape_for, ANSWER_COMPARE, ANSWER_EXPLAIN, ANSWER_HOWTO, ANSWER_LOCATE,

@@ -134,7 +134,7 @@ impl PromptTemplate {
     /// `{context}` inside the question stays as written.
     pub fn render(&self, question: &str, context: &Context) -> Vec<Message> {
         self.messages(&[
-            ("context", context.text.as_str()),
+            ("context", context.prompt_text()),
             ("question", question.trim()),
         ])
     }
@@ -147,7 +147,7 @@ impl PromptTemplate {
         serde_json::json!({
             "messages": messages,
             "context": context,
-            "tokens": context.tokens,
+            "tokens": context.model_tokens(),
             "prompt_template": self.id,
             "prompt_version": self.version,
             "prompt_signature": self.signature(),
@@ -167,6 +167,8 @@ mod tests {
             chunks: Vec::new(),
             tokens: 0,
             dropped_for_budget: 0,
+            prompt: String::new(),
+            prompt_tokens: 0,
             lead: String::new(),
         }
     }

@@ -36,14 +36,26 @@ pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080/v1";
 /// The model name both calls default to (a local server serves one model).
 pub const DEFAULT_MODEL: &str = "local";
 
-/// The context budget (tokens) of an answer by default: 1,200 estimated
-/// tokens, about 1,000 of a code model's, so that the prompt with its
-/// system message stays near 1,300. A small local model states more of
-/// less text (on the benchmark's held-out questions, Qwen2.5-Coder-1.5B's
-/// nugget recall rose and its latency halved from 3,000 to 1,500), when
-/// that text is the question's evidence (`crate::answer`); on 2 cores
-/// every 100 prompt tokens cost it about 1.7 s before the first word.
-pub const ANSWER_CONTEXT_TOKENS: usize = 1200;
+/// The prompt's context budget (tokens) of an answer by default: 550
+/// estimated tokens, about 480 of a code model's, so that the prompt with
+/// its system message stays near 800. On a CPU the prompt is most of an
+/// answer's time (on 2 AVX2 cores Qwen2.5-Coder-1.5B reads about 30
+/// tokens a second and writes about 11), and a small local model states
+/// more of less text when that text is the question's evidence
+/// (`crate::answer`). The evidence the answer shows, and the lead code
+/// writes from it, keep a larger budget ([`ANSWER_EVIDENCE_TOKENS`]).
+/// Measured on the first benchmark codebase's dev questions with that
+/// model and CPU (nugget recall, p50 latency): both budgets 1,200: 0.480,
+/// 52.7 s; both 700: 0.360, 30.7 s; a prompt of 700 within 1,200 of
+/// evidence: 0.464, 32.7 s; of 550: 0.436, 28.5 s. A faster server (a
+/// GPU, or a CPU that reads prompts faster) can afford a larger prompt.
+pub const ANSWER_CONTEXT_TOKENS: usize = 550;
+
+/// The evidence budget (tokens) of an answer by default: the fact sheet
+/// and excerpts that the answer's code-written lead quotes and that its
+/// citations and support are checked against (`crate::answer::Budget`).
+/// It costs no model time.
+pub const ANSWER_EVIDENCE_TOKENS: usize = 1200;
 
 /// The sampling seed an answer request carries by default (the OpenAI
 /// `seed` field, which llama.cpp, vLLM and Ollama honour). With a fixed
@@ -94,7 +106,7 @@ impl Default for ChatSettings {
 
 impl ChatSettings {
     /// The answer defaults a page needs, JSON: `{temperature, max_tokens,
-    /// timeout_ms, stream, context_tokens, seed}`.
+    /// timeout_ms, stream, context_tokens, evidence_tokens, seed}`.
     pub fn answer_defaults_json() -> serde_json::Value {
         let d = ChatSettings::default();
         serde_json::json!({
@@ -103,6 +115,7 @@ impl ChatSettings {
             "timeout_ms": d.timeout_seconds * 1000,
             "stream": d.stream,
             "context_tokens": ANSWER_CONTEXT_TOKENS,
+            "evidence_tokens": ANSWER_EVIDENCE_TOKENS,
             "seed": ANSWER_SEED,
         })
     }
@@ -301,7 +314,8 @@ mod tests {
         let d = ChatSettings::answer_defaults_json();
         assert_eq!(d["max_tokens"], 512);
         assert_eq!(d["timeout_ms"], 300_000);
-        assert_eq!(d["context_tokens"], 1200);
+        assert_eq!(d["context_tokens"], 550);
+        assert_eq!(d["evidence_tokens"], 1200);
         assert_eq!(d["stream"], true);
         assert_eq!(d["seed"], 0);
         // The worker hands the temperature back as an f32: the same 0.1.

@@ -116,7 +116,7 @@ fn run_ask(
     json: bool,
     show_prompt: bool,
 ) -> Result<()> {
-    use codegloss_core::answer::{answer_template, build_context, check_citations};
+    use codegloss_core::answer::{answer_template, build_context_for, check_citations};
     use codegloss_indexer::llm;
     let (manifest, corpus) =
         store::load_corpus(dir).with_context(|| format!("reading index {}", dir.display()))?;
@@ -131,13 +131,7 @@ fn run_ask(
         &cfg.retrieval_for(&manifest),
     )?;
     let count_tokens = llm::token_counter(&cfg.answer)?;
-    let context = build_context(
-        &corpus,
-        &r,
-        question,
-        cfg.answer.context_tokens,
-        &*count_tokens,
-    );
+    let context = build_context_for(&corpus, &r, question, cfg.answer.budget(), &*count_tokens);
     let template = answer_template(question);
     let messages = template.render(question, &context);
     if show_prompt && json {
@@ -152,10 +146,11 @@ fn run_ask(
             out!("{}", codegloss_core::text::reveal_bidi(&m.content));
         }
         note!(
-            "prompt {} v{} ({}), context {} tokens, {} excerpts",
+            "prompt {} v{} ({}), context {} tokens of {} in the evidence, {} excerpts",
             template.id,
             template.version,
             template.signature(),
+            context.model_tokens(),
             context.tokens,
             context.chunks.len()
         );
@@ -210,7 +205,8 @@ fn run_ask(
                     "cited_sentence_share": report.cited_share,
                     "support": support,
                     "context": context.chunks,
-                    "context_tokens": context.tokens,
+                    "context_tokens": context.model_tokens(),
+                    "evidence_tokens": context.tokens,
                     "context_files": r.files(&corpus),
                     "latency_seconds": latency,
                     "prompt_tokens": answer.prompt_tokens,

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use codegloss_core::answer::answer_template;
-use codegloss_core::answer::{build_context, check_citations, file_context, Context};
+use codegloss_core::answer::{build_context_for, check_citations, file_context, Context};
 use codegloss_core::report::{
     answer_summary, metrics, nugget_summary, p50_p95, score, BaselineReport, ContextNuggets,
     EvalReport, Latency, QuestionRow, Scores, SupportRecord,
@@ -92,21 +92,26 @@ fn write_context_dump(
 ) -> Result<(), IndexError> {
     std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
     let mut head = format!("question: {text}\ncategory: {}\n", q.category);
+    let prompt = ctx.prompt_text();
     for n in &q.nuggets {
-        if !nugget_present(&ctx.text, n)? {
+        if !nugget_present(prompt, n)? {
             head.push_str(&format!("missing nugget: {}\n", n.fact));
         }
     }
-    for (s, _) in symbols.iter().filter(|(_, name)| !ctx.text.contains(name)) {
+    for (s, _) in symbols.iter().filter(|(_, name)| !prompt.contains(name)) {
         head.push_str(&format!("missing gold symbol: {s}\n"));
     }
-    head.push_str(&format!("tokens: {}\n", ctx.tokens));
+    head.push_str(&format!(
+        "tokens: {} (evidence {})\n",
+        ctx.model_tokens(),
+        ctx.tokens
+    ));
     if !ctx.lead.is_empty() {
         head.push_str(&format!("answer lead (written by code):\n{}", ctx.lead));
     }
     head.push('\n');
     let path = dir.join(format!("{}.{}.txt", q.id, kind.as_str()));
-    std::fs::write(&path, head + &ctx.text).map_err(|e| IndexError::io(&path, e))
+    std::fs::write(&path, head + prompt).map_err(|e| IndexError::io(&path, e))
 }
 
 /// The question's `gold_symbols` (a field of the benchmark format, on
@@ -183,7 +188,7 @@ pub fn run(
             file_context(corpus, &top, cfg.answer.context_tokens, &*count_tokens)
         }
         AnswerContext::Pipeline => {
-            build_context(corpus, r, text, cfg.answer.context_tokens, &*count_tokens)
+            build_context_for(corpus, r, text, cfg.answer.budget(), &*count_tokens)
         }
     };
     let mut context_nuggets = Vec::new();
@@ -243,10 +248,15 @@ pub fn run(
                 ),
             ] {
                 let ctx = make_context(kind, text, &r);
+                // What the model reads, within the budget both contexts
+                // share.
                 if !q.nuggets.is_empty() {
-                    into.push((q.category.clone(), nugget_recall(&ctx.text, &q.nuggets)?));
+                    into.push((
+                        q.category.clone(),
+                        nugget_recall(ctx.prompt_text(), &q.nuggets)?,
+                    ));
                 }
-                if let Some(recall) = symbol_recall(&symbols, &ctx.text) {
+                if let Some(recall) = symbol_recall(&symbols, ctx.prompt_text()) {
                     symbols_into.push((q.category.clone(), Some(recall)));
                 }
                 if let Some(dir) = opts.contexts {
