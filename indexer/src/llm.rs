@@ -78,12 +78,11 @@ impl Default for AnswerConfig {
 }
 
 impl AnswerConfig {
-    /// The prompt's and the evidence's budgets (the evidence never
-    /// smaller than the prompt).
+    /// The prompt's and the evidence's budgets.
     pub fn budget(&self) -> codegloss_core::answer::Budget {
         codegloss_core::answer::Budget {
             prompt: self.context_tokens,
-            evidence: self.evidence_tokens.max(self.context_tokens),
+            evidence: self.evidence_tokens,
         }
     }
 

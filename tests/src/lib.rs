@@ -18,6 +18,26 @@ pub const FIXTURE_QUESTIONS: [&str; 6] = [
     "How does the particle layout update particles after a push?",
 ];
 
+/// The question of the answer and context tests.
+pub const ANSWER_QUESTION: &str = "How does BareField fill its halo cells?";
+
+/// The fixture repository indexed with the default configuration, as a
+/// keyword-only corpus (no vectors), built once per test binary.
+pub fn fixture_corpus() -> &'static codegloss_core::retrieve::Corpus {
+    use codegloss_core::lexical::{FieldWeights, LexicalIndex};
+    static C: std::sync::OnceLock<codegloss_core::retrieve::Corpus> = std::sync::OnceLock::new();
+    C.get_or_init(|| {
+        let out = codegloss_indexer::ingest::build::build_index(
+            &fixture_repo(),
+            &codegloss_indexer::Config::default(),
+            &indicatif::ProgressBar::hidden(),
+        )
+        .unwrap();
+        let lexical = LexicalIndex::build(&out.data, FieldWeights::default());
+        codegloss_core::retrieve::Corpus::new(out.data, None, lexical)
+    })
+}
+
 /// Path of the fixture repository.
 pub fn fixture_repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/sci-demo")

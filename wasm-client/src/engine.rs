@@ -364,7 +364,7 @@ impl Engine {
         }
         let budget = Budget {
             prompt: budget as usize,
-            evidence: (evidence as usize).max(budget as usize),
+            evidence: evidence as usize,
         };
         let context = build_context_for(&self.index.corpus, r, question, budget, &estimate_tokens);
         let m = self.index.missing();

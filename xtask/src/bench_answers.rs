@@ -224,14 +224,18 @@ fn print_summary(s: &AnswerBench) {
             x.answers
                 .as_ref()
                 .map(get)
-                .map_or("- / -".into(), |q| format!("{} / {}", q.p50, q.p95))
+                .map_or("- / -".into(), |q| format!("{:.1} / {:.1}", q.p50, q.p95))
         });
         println!("| {label} | {p} | {b} |");
     }
     println!();
+    let p = match s.sign_test.p {
+        p if p < 0.001 => "p < 0.001".to_string(),
+        p => format!("p = {p:.3}"),
+    };
     println!(
-        "ratio pipeline / bm25-files: {:.2}; sign test: better {} worse {} same {} (p = {:.3})",
-        s.ratio, s.sign_test.better, s.sign_test.worse, s.sign_test.same, s.sign_test.p
+        "ratio pipeline / bm25-files: {:.2}; sign test: better {} worse {} same {} ({p})",
+        s.ratio, s.sign_test.better, s.sign_test.worse, s.sign_test.same
     );
     println!();
     println!("| category | pipeline | bm25-files |");

@@ -13,10 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::evidence::{choose, Focus, Offered};
 use super::facts::fact_line;
 use super::lead::{key_lines, Excerpt};
-use super::unit::{
-    declaration_column, file_text_chunks, is_shown, leading_lines_that_fit, line_range,
-    outside_runs, unit_chunks, unit_lines, UnitLine,
-};
+use super::unit::{declaration_column, is_shown, outside_runs, unit_chunks, unit_lines, UnitLine};
 use crate::model::{EdgeKind, EntityKind, GlossSource};
 use crate::retrieve::{Corpus, Retrieval, Role};
 use crate::sort::{sort_by, sort_by_key};
@@ -82,7 +79,7 @@ pub struct Context {
 
 impl Context {
     /// A context with nothing in it yet.
-    fn empty() -> Context {
+    pub(super) fn empty() -> Context {
         Context {
             text: String::new(),
             chunks: Vec::new(),
@@ -124,12 +121,12 @@ impl Context {
     }
 
     /// The number the next block gets.
-    fn next_n(&self) -> u32 {
+    pub(super) fn next_n(&self) -> u32 {
         self.chunks.len() as u32 + 1
     }
 
     /// Add one numbered block of `tokens` tokens.
-    fn push(&mut self, block: &str, tokens: usize, chunk: ContextChunk) {
+    pub(super) fn push(&mut self, block: &str, tokens: usize, chunk: ContextChunk) {
         self.text.push_str(block);
         self.text.push('\n');
         self.tokens += tokens;
@@ -482,8 +479,8 @@ pub struct Budget {
     /// is most of its time on a CPU.
     pub prompt: usize,
     /// The evidence the answer shows and checks against, and that its
-    /// code-written lead quotes (`[answer] evidence_tokens`; never less
-    /// than `prompt`): it costs no model time.
+    /// code-written lead quotes (`[answer] evidence_tokens`; a smaller
+    /// one counts as `prompt`): it costs no model time.
     pub evidence: usize,
 }
 
@@ -501,8 +498,10 @@ pub fn build_context_for(
     budget: Budget,
     count: &dyn Fn(&str) -> usize,
 ) -> Context {
-    let evidence = assemble(corpus, retrieval, question, budget.evidence, count, None);
-    if budget.prompt >= budget.evidence {
+    // The evidence is never smaller than the prompt.
+    let evidence_budget = budget.evidence.max(budget.prompt);
+    let evidence = assemble(corpus, retrieval, question, evidence_budget, count, None);
+    if budget.prompt >= evidence_budget {
         return evidence;
     }
     let prompt = assemble(
@@ -700,72 +699,6 @@ fn assemble(
         out.text.push_str(&b);
         out.text.push('\n');
         out.tokens += t;
-    }
-    out
-}
-
-/// The context of the `bm25-files` answer baseline: whole files (their
-/// indexed text, in line order, the parts of a split entity joined as in
-/// a unit, located by the file lines it shows), numbered like chunks,
-/// filling the same budget in rank order and cut at line ends. It shares
-/// the prompt with the real pipeline so that only the retrieval differs.
-pub fn file_context(
-    corpus: &Corpus,
-    paths: &[&str],
-    budget: usize,
-    count: &dyn Fn(&str) -> usize,
-) -> Context {
-    let data = &corpus.data;
-    let mut out = Context::empty();
-    for path in paths {
-        let file_chunk = data
-            .files
-            .iter()
-            .find(|f| f.path == *path)
-            .and_then(|f| corpus.file_chunk(f.id));
-        // The parts of a split entity join into the source, as in a unit,
-        // and the file's lines outside entities go in their places.
-        let mut runs: Vec<Vec<UnitLine<'_>>> = file_text_chunks(data, path)
-            .into_iter()
-            .map(|c| unit_lines(c, c.part > 1, Some(0)))
-            .collect();
-        if let Some(f) = file_chunk {
-            runs.extend(outside_runs(data, &data.chunks[f as usize], &|_| true));
-            sort_by_key(&mut runs, |r| r.iter().find_map(|l| l.line).unwrap_or(0));
-        }
-        let numbered: Vec<UnitLine<'_>> = runs.concat();
-        let lines: Vec<&str> = numbered.iter().map(|l| l.text).collect();
-        let n = out.next_n();
-        let fence = fence_for(&lines.concat());
-        let head = format!(
-            "[{n}] {path} (whole file)\n{fence}{}\n",
-            fence_language(path)
-        );
-        let left = budget.saturating_sub(out.tokens);
-        let lo = leading_lines_that_fit(lines.len(), |k| {
-            count(&format!("{head}{}\n{fence}\n", lines[..k].join("\n"))) <= left
-        });
-        if lo == 0 {
-            break;
-        }
-        let block =
-            reveal_bidi(&format!("{head}{}\n{fence}\n", lines[..lo].join("\n"))).into_owned();
-        let tokens = count(&block);
-        let (first, last) = line_range(&numbered[..lo]).unwrap_or((1, lo as u32));
-        let file_chunk = file_chunk.unwrap_or(0);
-        out.push(
-            &block,
-            tokens,
-            ContextChunk {
-                n,
-                chunk: file_chunk,
-                path: path.to_string(),
-                start_line: first,
-                end_line: last,
-                symbol: path.to_string(),
-                role: "baseline_file".into(),
-            },
-        );
     }
     out
 }

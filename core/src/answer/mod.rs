@@ -5,10 +5,12 @@
 //! and the answer's code-written lead, whose key lines `lead.rs` quotes),
 //! the grounded answer prompt in one shape per intent (`prompt.rs`) with a
 //! version and a signature, and the mapping of `[n]` citations back to `path:start-end`
-//! (`citations.rs`). The chat protocol itself (request, response parsing,
+//! (`citations.rs`); the `bm25-files` baseline's whole-file context is
+//! `baseline.rs`. The chat protocol itself (request, response parsing,
 //! prompt templates) is [`crate::chat`]; only the HTTP transport differs
 //! per platform.
 
+mod baseline;
 mod citations;
 mod context;
 mod evidence;
@@ -21,11 +23,12 @@ pub use crate::chat::{
     parse_completion, parse_sse_line, request_body, ChatError, Completion, Message, PromptTemplate,
     StreamEvent,
 };
+pub use baseline::file_context;
 pub(crate) use citations::{bullet_sentences, numbers_in};
 pub use citations::{check_citations, Citation, CitationReport};
 pub use context::{
-    build_context, build_context_estimated, build_context_for, fence_for, fence_language,
-    file_context, Budget, Context, ContextChunk,
+    build_context, build_context_estimated, build_context_for, fence_for, fence_language, Budget,
+    Context, ContextChunk,
 };
 pub use prompt::{
     answer_template, shape_for, ANSWER_COMPARE, ANSWER_EXPLAIN, ANSWER_HOWTO, ANSWER_LOCATE,
