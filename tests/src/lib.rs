@@ -21,10 +21,17 @@ pub const FIXTURE_QUESTIONS: [&str; 6] = [
 /// The question of the answer and context tests.
 pub const ANSWER_QUESTION: &str = "How does BareField fill its halo cells?";
 
-/// The fixture repository indexed with the default configuration, as a
-/// keyword-only corpus (no vectors), built once per test binary.
-pub fn fixture_corpus() -> &'static codegloss_core::retrieve::Corpus {
+/// An index's tables as a keyword-only corpus (no vectors), with the
+/// default field weights.
+pub fn keyword_corpus(data: codegloss_core::IndexData) -> codegloss_core::retrieve::Corpus {
     use codegloss_core::lexical::{FieldWeights, LexicalIndex};
+    let lexical = LexicalIndex::build(&data, FieldWeights::default());
+    codegloss_core::retrieve::Corpus::new(data, None, lexical)
+}
+
+/// The fixture repository indexed with the default configuration, as a
+/// keyword-only corpus ([`keyword_corpus`]), built once per test binary.
+pub fn fixture_corpus() -> &'static codegloss_core::retrieve::Corpus {
     static C: std::sync::OnceLock<codegloss_core::retrieve::Corpus> = std::sync::OnceLock::new();
     C.get_or_init(|| {
         let out = codegloss_indexer::ingest::build::build_index(
@@ -33,8 +40,7 @@ pub fn fixture_corpus() -> &'static codegloss_core::retrieve::Corpus {
             &indicatif::ProgressBar::hidden(),
         )
         .unwrap();
-        let lexical = LexicalIndex::build(&out.data, FieldWeights::default());
-        codegloss_core::retrieve::Corpus::new(out.data, None, lexical)
+        keyword_corpus(out.data)
     })
 }
 

@@ -5,10 +5,10 @@
 //! the model can say that one is there.
 
 use codegloss_core::answer::{answer_template, build_context_estimated, file_context};
-use codegloss_core::lexical::{FieldWeights, LexicalIndex};
-use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
+use codegloss_core::retrieve::{retrieve, RetrievalSettings};
 use codegloss_core::text::bidi_controls;
 use codegloss_indexer::{ingest::build, Config};
+use codegloss_tests::keyword_corpus;
 use indicatif::ProgressBar;
 
 const PATH: &str = "src/rtl\u{202E}ppc.exe.hpp";
@@ -37,8 +37,7 @@ fn excerpts_in_the_prompt_show_bidi_controls_written_out() {
         .chunks
         .iter()
         .any(|c| c.code.contains("abc\u{202E}fdp.exe\u{202C}")));
-    let lexical = LexicalIndex::build(&out.data, FieldWeights::default());
-    let corpus = Corpus::new(out.data, None, lexical);
+    let corpus = keyword_corpus(out.data);
 
     let r = retrieve(
         &corpus,

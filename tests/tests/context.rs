@@ -11,7 +11,9 @@ use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::retrieve::{retrieve, Corpus, RetrievalSettings};
 use codegloss_indexer::llm::AnswerConfig;
 use codegloss_indexer::{ingest::build, Config};
-use codegloss_tests::{fixture_corpus as corpus, fixture_repo, ANSWER_QUESTION as QUESTION};
+use codegloss_tests::{
+    fixture_corpus as corpus, fixture_repo, keyword_corpus, ANSWER_QUESTION as QUESTION,
+};
 use indicatif::ProgressBar;
 
 #[test]
@@ -497,8 +499,7 @@ fn an_excerpt_cannot_close_its_fence() {
     )
     .unwrap();
     let out = build::build_index(dir.path(), &Config::default(), &ProgressBar::hidden()).unwrap();
-    let lexical = LexicalIndex::build(&out.data, FieldWeights::default());
-    let corpus = Corpus::new(out.data, None, lexical);
+    let corpus = keyword_corpus(out.data);
     let r = retrieve(
         &corpus,
         "What does quirkBanner return?",

@@ -9,12 +9,11 @@
 use std::path::Path;
 
 use codegloss_core::answer::{build_context, build_context_estimated};
-use codegloss_core::lexical::{FieldWeights, LexicalIndex};
 use codegloss_core::lines::{code_lines, source_lines, LineKind};
 use codegloss_core::retrieve::{retrieve, Corpus, Retrieval, RetrievalSettings};
 use codegloss_core::{Chunk, EntityKind, IndexData};
 use codegloss_indexer::{ingest::build, Config};
-use codegloss_tests::fixture_repo;
+use codegloss_tests::{fixture_repo, keyword_corpus};
 use indicatif::ProgressBar;
 
 const PATH: &str = "src/Long.hpp";
@@ -46,11 +45,6 @@ fn write(root: &Path, rel: &str, text: &str) {
 
 fn index(root: &Path) -> build::BuildOutput {
     build::build_index(root, &Config::default(), &ProgressBar::hidden()).unwrap()
-}
-
-fn corpus_of(data: IndexData) -> Corpus {
-    let lexical = LexicalIndex::build(&data, FieldWeights::default());
-    Corpus::new(data, None, lexical)
 }
 
 /// Check that every line of the file's text in `c` is the file's line at
@@ -259,7 +253,7 @@ fn the_answer_context_locates_the_lines_it_shows() {
     let dir = tempfile::tempdir().unwrap();
     let text = long_header();
     write(dir.path(), PATH, &text);
-    let corpus = corpus_of(index(dir.path()).data);
+    let corpus = keyword_corpus(index(dir.path()).data);
     let file: Vec<&str> = text.lines().collect();
     let parts = parts_of(&corpus.data, "weighted_steps");
     let part2 = &parts[1];
@@ -397,7 +391,7 @@ fn excerpts_keep_their_shape_without_the_shared_indentation() {
     write(dir.path(), "src/Grid.h", header);
     write(dir.path(), PATH, &long_header());
     let out = index(dir.path());
-    let corpus = corpus_of(out.data.clone());
+    let corpus = keyword_corpus(out.data.clone());
     let excerpt = |chunk: &Chunk| {
         let ctx =
             build_context_estimated(&corpus, &retrieval_of(&corpus, chunk.id), "grid", 100_000);

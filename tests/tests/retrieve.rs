@@ -15,7 +15,7 @@ use codegloss_core::retrieve::{
 use codegloss_core::{EdgeKind, Scope, SourceType};
 use codegloss_indexer::embed::Embedder;
 use codegloss_indexer::{ingest::build, Config};
-use codegloss_tests::embedded_fixture;
+use codegloss_tests::{embedded_fixture, keyword_corpus};
 use indicatif::ProgressBar;
 use serde::Serialize;
 
@@ -456,8 +456,7 @@ fn spelled_out_acronyms_join_the_keyword_query() {
     )
     .unwrap();
     let out = build::build_index(dir.path(), &Config::default(), &ProgressBar::hidden()).unwrap();
-    let lexical = LexicalIndex::build(&out.data, FieldWeights::default());
-    let corpus = Corpus::new(out.data, None, lexical);
+    let corpus = keyword_corpus(out.data);
     assert!(corpus.acronyms.contains("cic") && corpus.acronyms.contains("psd"));
     let q = "How are cloud-in-cell weights computed?";
     let mut s = codegloss_core::retrieve::QuerySignals::extract(q, &corpus);
