@@ -229,41 +229,28 @@ fn deflate_search_module(pkg: &Path) -> Result<()> {
 /// `target_features` (148 bytes of the search module, which is on the path
 /// to the first results).
 fn without_custom_sections(wasm: &[u8]) -> Result<Vec<u8>> {
-    if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
-        bail!("not a wasm module");
-    }
-    let mut out = wasm[..8].to_vec();
-    let mut i = 8;
-    while i < wasm.len() {
-        let start = i;
-        let id = wasm[i];
-        i += 1;
-        let mut size = 0usize;
-        let mut shift = 0;
-        loop {
-            let Some(&b) = wasm.get(i) else {
-                bail!("a section's size runs past the end at byte {start}");
-            };
-            i += 1;
-            size |= usize::from(b & 0x7f) << shift;
-            shift += 7;
-            if b < 0x80 {
-                break;
+    use wasmparser::{Encoding, Parser, Payload};
+    let mut module = wasm_encoder::Module::new();
+    for payload in Parser::new(0).parse_all(wasm) {
+        let payload = payload.context("not a well-formed wasm module")?;
+        match &payload {
+            Payload::Version { encoding, .. } if *encoding != Encoding::Module => {
+                bail!("a wasm component, not a module")
             }
-            if shift > 28 {
-                bail!("a section's size is not a u32 at byte {start}");
+            Payload::CustomSection(_) => {}
+            _ => {
+                if let Some((id, range)) = payload.as_section() {
+                    // The code section is announced before its bodies are
+                    // read: its range may run past a truncated module.
+                    let data = wasm.get(range.clone()).with_context(|| {
+                        format!("section {id} at bytes {range:?} runs past the end")
+                    })?;
+                    module.section(&wasm_encoder::RawSection { id, data });
+                }
             }
         }
-        let end = i
-            .checked_add(size)
-            .filter(|&e| e <= wasm.len())
-            .with_context(|| format!("the section at byte {start} runs past the end"))?;
-        if id != 0 {
-            out.extend_from_slice(&wasm[start..end]);
-        }
-        i = end;
     }
-    Ok(out)
+    Ok(module.finish())
 }
 
 /// Bundle each of `entries` with the modules it imports into `out` (same
@@ -530,14 +517,16 @@ mod tests {
     fn custom_sections_leave_and_the_rest_stays_byte_for_byte() {
         let head = b"\0asm\x01\0\0\0";
         // A type section (id 1), a custom section (id 0, size 300: a
-        // two-byte size), a function section (id 3).
+        // two-byte size), a function section (id 3) and its code section
+        // (id 10: one empty body).
         let mut custom = vec![0u8, 0xac, 0x02, 4];
         custom.extend_from_slice(b"name");
         custom.extend(std::iter::repeat_n(7u8, 295));
         let types = [1u8, 4, 1, 0x60, 0, 0];
         let funcs = [3u8, 2, 1, 0];
-        let module: Vec<u8> = [&head[..], &types, &custom, &funcs].concat();
-        let expected: Vec<u8> = [&head[..], &types, &funcs].concat();
+        let code = [10u8, 4, 1, 2, 0, 0x0b];
+        let module: Vec<u8> = [&head[..], &types, &custom, &funcs, &code].concat();
+        let expected: Vec<u8> = [&head[..], &types, &funcs, &code].concat();
         assert_eq!(without_custom_sections(&module).unwrap(), expected);
         // Truncated or foreign input is an error, not a panic.
         assert!(without_custom_sections(&module[..module.len() - 1]).is_err());
