@@ -40,7 +40,8 @@ pub fn bench_answers(o: &Options) -> Result<()> {
     let bin = root.join("target/release/codegloss");
     let out = root.join(o.out);
     std::fs::create_dir_all(&out)?;
-    let url = llm::start(&root, &o.server.model, o.server.port, o.server.threads)?;
+    let server = llm::serve(&root, &o.server.model, o.server.port, o.server.threads)?;
+    let url = &server.url;
     let mut config = format!(
         "[answer]\nbase_url = \"{url}\"\nmodel = \"{}\"\ntimeout_seconds = 900\n",
         o.server.model
@@ -69,7 +70,7 @@ pub fn bench_answers(o: &Options) -> Result<()> {
         }
         Ok(())
     })();
-    if !o.server.keep_server {
+    if server.started && !o.server.keep_server {
         llm::stop(&root, o.server.port)?;
     }
     result?;

@@ -242,12 +242,67 @@ pub struct ServerArgs {
     /// Inference threads of the server.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// Leave the server running afterwards.
+    /// Leave the server running afterwards (a running server that a
+    /// benchmark reused, same model and threads, is always left running).
     #[arg(long)]
     pub keep_server: bool,
 }
 
-/// Start the server in the background; return its base URL.
+/// What a server [`start`] started on a port serves: read back to decide
+/// whether a running one can be reused ([`serve`]).
+fn serving_file(root: &Path, port: u16) -> PathBuf {
+    root.join(format!("target/llm-server-{port}.serving"))
+}
+
+/// The `model` and `threads` a server is started with, as its
+/// [`serving_file`] records them.
+fn serving(model: &str, threads: usize) -> String {
+    format!("{model} threads={threads}\n")
+}
+
+/// Whether the process `pid` is alive.
+fn alive(pid: &str) -> bool {
+    Command::new("kill")
+        .args(["-0", pid])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A server on loopback, and whether this call started it.
+pub struct Server {
+    /// Its base URL (`http://127.0.0.1:<port>/v1`).
+    pub url: String,
+    /// False when a running server was reused: the caller leaves it
+    /// running, as it found it.
+    pub started: bool,
+}
+
+/// The server [`start`] would start, reusing the one running on `port` when
+/// [`start`] started it with the same model and threads and it answers:
+/// benchmarks run back to back on one server (`--keep-server`) without
+/// loading the model again, and one started by `cargo xtask llm-server`
+/// is not restarted under its user.
+pub fn serve(root: &Path, model: &str, port: u16, threads: usize) -> Result<Server> {
+    let pid = std::fs::read_to_string(pid_file(root, port)).unwrap_or_default();
+    let same = std::fs::read_to_string(serving_file(root, port))
+        .is_ok_and(|s| s == serving(model, threads));
+    if same && !pid.trim().is_empty() && alive(pid.trim()) && http_ok(port, "/v1/models") {
+        let url = format!("http://127.0.0.1:{port}/v1");
+        eprintln!("llm-server: reusing {model} at {url} (pid {})", pid.trim());
+        return Ok(Server {
+            url,
+            started: false,
+        });
+    }
+    Ok(Server {
+        url: start(root, model, port, threads)?,
+        started: true,
+    })
+}
+
+/// Start the server in the background, stopping the one [`start`] started
+/// on `port` before; return its base URL.
 pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<String> {
     stop(root, port)?;
     if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -278,6 +333,7 @@ pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<Stri
         .spawn()
         .context("starting llama_cpp.server")?;
     std::fs::write(pid_file(root, port), child.id().to_string())?;
+    std::fs::write(serving_file(root, port), serving(model, threads))?;
     let url = format!("http://127.0.0.1:{port}/v1");
     let t = Instant::now();
     while t.elapsed() < Duration::from_secs(180) {
@@ -330,15 +386,11 @@ pub fn stop(root: &Path, port: u16) -> Result<()> {
     let Ok(pid) = std::fs::read_to_string(&pf) else {
         return Ok(());
     };
+    let _ = std::fs::remove_file(serving_file(root, port));
     let pid = pid.trim().to_string();
     let _ = Command::new("kill").arg(&pid).status();
     for _ in 0..50 {
-        let alive = Command::new("kill")
-            .args(["-0", &pid])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !alive {
+        if !alive(&pid) {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));

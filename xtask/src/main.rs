@@ -575,8 +575,8 @@ fn main() -> Result<()> {
                     None => llm::stop_all(&root()),
                 }
             } else {
-                let url = llm::start(&root(), &model, port.unwrap_or(8088), threads)?;
-                println!("{url}");
+                let server = llm::serve(&root(), &model, port.unwrap_or(8088), threads)?;
+                println!("{}", server.url);
                 Ok(())
             }
         }
