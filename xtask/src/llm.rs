@@ -260,6 +260,11 @@ fn serving(model: &str, threads: usize) -> String {
     format!("{model} threads={threads}\n")
 }
 
+/// The base URL of the server on loopback `port`.
+fn base_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/v1")
+}
+
 /// Whether the process `pid` is alive.
 fn alive(pid: &str) -> bool {
     Command::new("kill")
@@ -285,11 +290,12 @@ pub struct Server {
 /// is not restarted under its user.
 pub fn serve(root: &Path, model: &str, port: u16, threads: usize) -> Result<Server> {
     let pid = std::fs::read_to_string(pid_file(root, port)).unwrap_or_default();
+    let pid = pid.trim();
     let same = std::fs::read_to_string(serving_file(root, port))
         .is_ok_and(|s| s == serving(model, threads));
-    if same && !pid.trim().is_empty() && alive(pid.trim()) && http_ok(port, "/v1/models") {
-        let url = format!("http://127.0.0.1:{port}/v1");
-        eprintln!("llm-server: reusing {model} at {url} (pid {})", pid.trim());
+    if same && !pid.is_empty() && alive(pid) && http_ok(port, "/v1/models") {
+        let url = base_url(port);
+        eprintln!("llm-server: reusing {model} at {url} (pid {pid})");
         return Ok(Server {
             url,
             started: false,
@@ -334,7 +340,7 @@ pub fn start(root: &Path, model: &str, port: u16, threads: usize) -> Result<Stri
         .context("starting llama_cpp.server")?;
     std::fs::write(pid_file(root, port), child.id().to_string())?;
     std::fs::write(serving_file(root, port), serving(model, threads))?;
-    let url = format!("http://127.0.0.1:{port}/v1");
+    let url = base_url(port);
     let t = Instant::now();
     while t.elapsed() < Duration::from_secs(180) {
         if let Ok(Some(status)) = child.try_wait() {
